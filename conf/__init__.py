@@ -1,0 +1,24 @@
+"""Squall configuration: a typed registry of keys and layered resolution.
+
+Precedence, lowest first: built-in defaults (``defaults.yaml``) < site files
+(``squall.yaml``) < cluster config (``--config-path``) < topology config <
+component config < ``--config-property KEY=VALUE``.
+"""
+from squall.conf.registry import ConfigError, ConfigKey, registry, unknown_key_warning
+from squall.conf.resolve import (
+    Config,
+    base_config,
+    load_yaml_file,
+    parse_property,
+)
+
+__all__ = [
+    "Config",
+    "ConfigError",
+    "ConfigKey",
+    "base_config",
+    "load_yaml_file",
+    "parse_property",
+    "registry",
+    "unknown_key_warning",
+]

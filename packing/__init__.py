@@ -1,0 +1,1 @@
+"""Packing: placing a topology's tasks into containers (pure functions, no I/O)."""

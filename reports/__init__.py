@@ -1,0 +1,1 @@
+"""Capacity-planning and packing-policy reports as PySpark jobs."""

@@ -1,0 +1,1 @@
+"""The runtime processes: executor, tmaster, stmgr, instance, metricsmgr."""

@@ -1,0 +1,1 @@
+"""Schedulers: launching, updating and killing topologies on a cluster."""

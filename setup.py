@@ -1,0 +1,33 @@
+"""Squall: a Heron/Storm-style stream processing engine in Python.
+
+Each top-level source directory is mapped into the one ``squall`` namespace
+(``packing/`` becomes ``squall.packing`` and so on), so nothing generic lands at
+the top of site-packages.
+"""
+from setuptools import setup
+
+LAYERS = ["conf", "packing", "state", "scheduler", "runtime", "yarn", "reports"]
+
+setup(
+    name="squall",
+    version="0.1.0",
+    description="Heron/Storm-style stream processing for shared Hadoop/Spark clusters",
+    python_requires=">=3.9",
+    packages=["squall"] + [f"squall.{layer}" for layer in LAYERS],
+    package_dir={"squall": "squall", **{f"squall.{layer}": layer for layer in LAYERS}},
+    package_data={"squall": ["*.thrift"], "squall.conf": ["*.yaml"]},
+    install_requires=[
+        "thriftpy2>=0.4.16",
+        "msgpack>=1.0",
+        "PyYAML>=5.4",
+        "psutil>=5.8",
+        "kazoo>=2.9",
+        "skein>=0.8.2",
+        "pyspark>=3.4",
+        "pandas>=1.5",
+        "pyarrow>=10",
+        "matplotlib>=3.5",
+    ],
+    extras_require={"test": ["pytest>=7", "hypothesis>=6.50"]},
+    entry_points={"console_scripts": ["squall = squall.cli:main"]},
+)

@@ -1,0 +1,29 @@
+"""Squall: Heron/Storm-style stream processing in Python.
+
+The public topology API: spouts, bolts, streams, groupings and builders.
+"""
+from squall.component import Bolt, Spout, TopologyContext, Tuple
+from squall.errors import SquallError, TopologyError
+from squall.metrics import CountMetric, MeanMetric, MultiCountMetric
+from squall.stream import CustomGrouping, Grouping, Stream
+from squall.topology import Topology, TopologyBuilder
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Bolt",
+    "CountMetric",
+    "CustomGrouping",
+    "Grouping",
+    "MeanMetric",
+    "MultiCountMetric",
+    "Spout",
+    "SquallError",
+    "Stream",
+    "Topology",
+    "TopologyBuilder",
+    "TopologyContext",
+    "TopologyError",
+    "Tuple",
+    "__version__",
+]

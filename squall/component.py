@@ -1,0 +1,248 @@
+"""The user-facing component API: Spout, Bolt, Tuple and TopologyContext.
+
+heronpy-shaped. The runtime attaches a collector to each component before
+``initialize``; emits, acks and fails go through it.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Optional, Protocol, Sequence, Union
+
+from squall.metrics import Metric
+from squall.spec import ComponentSpec
+from squall.stream import DEFAULT_STREAM, Stream
+
+SYSTEM_COMPONENT = "__system"
+TICK_STREAM = "__tick"
+
+
+class Tuple:
+    """One tuple as a bolt receives it.
+
+    Values are reached by position (``tup[0]``), by field name (``tup["word"]``)
+    or as attributes (``tup.word``).
+    """
+
+    __slots__ = ("id", "component", "stream", "task", "values", "fields", "roots")
+
+    def __init__(
+        self,
+        id: Any,
+        component: str,
+        stream: str,
+        task: int,
+        values: Sequence[Any],
+        fields: Sequence[str] = (),
+        roots: Any = None,
+    ):
+        self.id = id
+        self.component = component
+        self.stream = stream
+        self.task = task
+        self.values = values
+        self.fields = fields
+        # Runtime bookkeeping for at-least-once (the tuple trees it belongs to).
+        self.roots = roots
+
+    def __getitem__(self, key: Union[int, str]) -> Any:
+        if isinstance(key, str):
+            try:
+                return self.values[self.fields.index(key)]
+            except ValueError:
+                raise KeyError(f"stream {self.component}/{self.stream} has no field {key!r}") from None
+        return self.values[key]
+
+    def __getattr__(self, name: str) -> Any:
+        if name in Tuple.__slots__:  # an unset slot
+            raise AttributeError(name)
+        try:
+            return self[name]
+        except KeyError as e:
+            raise AttributeError(str(e)) from None
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    @property
+    def is_tick(self) -> bool:
+        return self.component == SYSTEM_COMPONENT and self.stream == TICK_STREAM
+
+    def __repr__(self) -> str:
+        return f"Tuple({self.component}/{self.stream} task={self.task} values={list(self.values)!r})"
+
+
+class Collector(Protocol):
+    """What the runtime gives a component to send through."""
+
+    def emit(
+        self,
+        values: Sequence[Any],
+        stream: str,
+        tup_id: Any,
+        anchors: Optional[Iterable[Tuple]],
+        direct_task: Optional[int],
+    ) -> list:
+        ...
+
+    def ack(self, tup: Tuple) -> None:
+        ...
+
+    def fail(self, tup: Tuple) -> None:
+        ...
+
+
+class _Unattached:
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(
+            "this component is not running: emit/ack/fail work once the Squall runtime "
+            "(or squall.testing) has attached it"
+        )
+
+
+class TopologyContext:
+    """What a running task knows about itself and its topology."""
+
+    def __init__(
+        self,
+        topology_name: str,
+        task_id: int,
+        component: str,
+        component_tasks: Mapping[str, Sequence[int]],
+        config: Mapping[str, Any],
+    ):
+        self.topology_name = topology_name
+        self._task_id = task_id
+        self._component = component
+        self._component_tasks = {c: sorted(t) for c, t in component_tasks.items()}
+        self._config = config
+        self.metrics: dict = {}
+
+    def get_task_id(self) -> int:
+        return self._task_id
+
+    def get_component_id(self) -> str:
+        return self._component
+
+    def get_component_tasks(self, component: str) -> list:
+        """Task ids of ``component``, ascending."""
+        try:
+            return list(self._component_tasks[component])
+        except KeyError:
+            raise KeyError(f"topology {self.topology_name!r} has no component {component!r}") from None
+
+    def get_cluster_config(self) -> Mapping[str, Any]:
+        """The resolved configuration of this component (all layers applied)."""
+        return self._config
+
+    def register_metric(self, name: str, metric: Metric, time_bucket_in_sec: Optional[float] = None) -> Metric:
+        """Report ``metric`` every bucket (``topology.builtin.metrics.bucket.size.secs``
+        unless ``time_bucket_in_sec`` is given)."""
+        if not isinstance(metric, Metric):
+            raise TypeError(f"register_metric({name!r}): expected a squall.metrics.Metric, got {metric!r}")
+        if name in self.metrics:
+            raise ValueError(f"metric {name!r} is already registered")
+        self.metrics[name] = (metric, time_bucket_in_sec)
+        return metric
+
+
+class Component:
+    """Shared by Spout and Bolt: declared outputs and the attached collector."""
+
+    #: Field names of the default stream, or a list of ``Stream`` objects.
+    outputs: Sequence[Union[str, Stream]] = ()
+
+    _collector: Collector = _Unattached()  # type: ignore[assignment]
+
+    def initialize(self, config: Mapping[str, Any], context: TopologyContext) -> None:
+        """Called once in the task's process before any tuple."""
+
+    def close(self) -> None:
+        """Called when the task shuts down cleanly."""
+
+    @classmethod
+    def declared_streams(cls) -> list:
+        """The component's output streams as ``Stream`` objects."""
+        outputs = cls.outputs
+        if isinstance(outputs, (str, Stream)):
+            outputs = [outputs]
+        names = [o for o in outputs if isinstance(o, str)]
+        streams = [o for o in outputs if isinstance(o, Stream)]
+        if len(names) + len(streams) != len(outputs):
+            bad = [o for o in outputs if not isinstance(o, (str, Stream))]
+            raise ValueError(f"outputs must be field names or Stream objects, got {bad[0]!r}")
+        if names:
+            streams.insert(0, Stream(names))
+        return streams
+
+
+class Spout(Component):
+    """A source of tuples. Override ``next_tuple`` (and ``ack``/``fail`` for reliability)."""
+
+    def next_tuple(self) -> None:
+        """Emit zero or more tuples; called repeatedly while the topology is active."""
+
+    def ack(self, tup_id: Any) -> None:
+        """The tree of the tuple emitted with ``tup_id`` was fully processed."""
+
+    def fail(self, tup_id: Any) -> None:
+        """The tree of the tuple emitted with ``tup_id`` failed or timed out."""
+
+    def activate(self) -> None:
+        """The topology was activated: ``next_tuple`` calls resume."""
+
+    def deactivate(self) -> None:
+        """The topology was deactivated: ``next_tuple`` is no longer called."""
+
+    def emit(
+        self,
+        values: Sequence[Any],
+        tup_id: Any = None,
+        stream: str = DEFAULT_STREAM,
+        direct_task: Optional[int] = None,
+    ) -> list:
+        """Emit a tuple; with ``tup_id`` (at-least-once) it is tracked and acked or failed.
+
+        Returns the task ids it was sent to.
+        """
+        return self._collector.emit(values, stream, tup_id, None, direct_task)
+
+    @classmethod
+    def spec(cls, name: Optional[str] = None, par: int = 1, config: Optional[Mapping] = None) -> ComponentSpec:
+        """A component spec for the class DSL (``class T(Topology): s = MySpout.spec()``)."""
+        return ComponentSpec(name, "SPOUT", cls, par, None, config)
+
+
+class Bolt(Component):
+    """A transform or sink. Override ``process`` (and ``process_tick`` for ticks)."""
+
+    def process(self, tup: Tuple) -> None:
+        """Handle one tuple."""
+
+    def process_tick(self, tup: Tuple) -> None:
+        """Handle a tick tuple (``topology.tick.tuple.freq.secs``)."""
+
+    def emit(
+        self,
+        values: Sequence[Any],
+        stream: str = DEFAULT_STREAM,
+        anchors: Optional[Iterable[Tuple]] = None,
+        direct_task: Optional[int] = None,
+    ) -> list:
+        """Emit a tuple, anchored to ``anchors`` for at-least-once. Returns target task ids."""
+        return self._collector.emit(values, stream, None, anchors, direct_task)
+
+    def ack(self, tup: Tuple) -> None:
+        self._collector.ack(tup)
+
+    def fail(self, tup: Tuple) -> None:
+        self._collector.fail(tup)
+
+    @classmethod
+    def spec(
+        cls,
+        name: Optional[str] = None,
+        par: int = 1,
+        inputs: Any = None,
+        config: Optional[Mapping] = None,
+    ) -> ComponentSpec:
+        """A component spec for the class DSL."""
+        return ComponentSpec(name, "BOLT", cls, par, inputs, config)

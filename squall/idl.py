@@ -1,0 +1,56 @@
+"""The project's Thrift schema (``squall.thrift``), loaded once with thriftpy2.
+
+Every plan that is stored or sent is one of these structs; ``encode`` and
+``decode`` are the only serialisation, so nothing can drift from the IDL.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, TypeVar
+
+import thriftpy2
+from thriftpy2.protocol import TCompactProtocolFactory
+from thriftpy2.thrift import TType
+from thriftpy2.utils import deserialize, serialize
+
+_IDL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "squall.thrift")
+
+schema = thriftpy2.load(_IDL, module_name="squall_thrift")
+
+_PROTOCOL = TCompactProtocolFactory()
+
+T = TypeVar("T")
+
+
+class DecodeError(ValueError):
+    """Bytes that are not a valid encoding of the expected struct."""
+
+
+def encode(struct: Any) -> bytes:
+    """Serialise a struct of the schema in Thrift's compact encoding."""
+    return serialize(struct, _PROTOCOL)
+
+
+def decode(struct_type: type[T], data: bytes) -> T:
+    """Deserialise ``data`` into a new ``struct_type``, checking required fields."""
+    try:
+        obj = deserialize(struct_type(), data, _PROTOCOL)
+    except Exception as e:  # thriftpy2 raises several types for garbage input
+        raise DecodeError(f"not a valid {struct_type.__name__}: {e}") from e
+    _check_required(obj, struct_type.__name__)
+    return obj
+
+
+def _check_required(obj: Any, path: str) -> None:
+    for spec in obj.thrift_spec.values():
+        ttype, name, required = spec[0], spec[1], spec[-1]
+        value = getattr(obj, name)
+        if value is None:
+            if required is True:
+                raise DecodeError(f"{path}.{name} is required but missing")
+            continue
+        if ttype == TType.STRUCT:
+            _check_required(value, f"{path}.{name}")
+        elif ttype == TType.LIST and spec[2][0] == TType.STRUCT:
+            for i, item in enumerate(value):
+                _check_required(item, f"{path}.{name}[{i}]")

@@ -1,0 +1,61 @@
+"""Reading the logical plan: task ids, groupings and each component's config."""
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from squall.conf import Config, base_config
+from squall.idl import schema
+from squall.topology import decode_config, encode_config
+
+
+def task_ids(topology: Any) -> dict:
+    """Initial task ids per component, Storm's way: components in name order,
+    numbered from 1, contiguous. Packing uses this; scaling appends after the max."""
+    ids, next_id = {}, 1
+    for component in sorted(topology.components, key=lambda c: c.name):
+        ids[component.name] = list(range(next_id, next_id + component.parallelism))
+        next_id += component.parallelism
+    return ids
+
+
+def topology_config(topology: Any, base: Optional[Config] = None) -> Config:
+    """Base (defaults, files) < topology config < command-line overrides."""
+    config = base if base is not None else base_config()
+    config = config.with_layer(decode_config(topology.config), "topology config")
+    return config.with_layer(decode_config(topology.overrides), "--config-property")
+
+
+def component_config(topology: Any, name: str, base: Optional[Config] = None) -> Config:
+    """Base < topology config < this component's config < command-line overrides."""
+    config = base if base is not None else base_config()
+    config = config.with_layer(decode_config(topology.config), "topology config")
+    component = find_component(topology, name)
+    config = config.with_layer(decode_config(component.config), f"components.{name}.config")
+    return config.with_layer(decode_config(topology.overrides), "--config-property")
+
+
+def find_component(topology: Any, name: str) -> Any:
+    for component in topology.components:
+        if component.name == name:
+            return component
+    raise KeyError(f"topology {topology.name!r} has no component {name!r}")
+
+
+def grouping_name(grouping: int) -> str:
+    return schema.GroupingKind._VALUES_TO_NAMES[grouping]
+
+
+def kind_name(kind: int) -> str:
+    return schema.ComponentKind._VALUES_TO_NAMES[kind]
+
+
+def with_overrides(topology: Any, overrides: Mapping[str, Any]) -> Any:
+    """A copy of the plan with command-line overrides checked and recorded."""
+    topology_config(topology).with_layer(overrides, "--config-property")
+    return schema.Topology(
+        name=topology.name,
+        components=topology.components,
+        config=topology.config,
+        source_file=topology.source_file,
+        overrides={**topology.overrides, **encode_config(overrides, "--config-property")},
+    )

@@ -1,0 +1,1 @@
+"""State managers: where topology plans and locations live (local directory or ZooKeeper)."""

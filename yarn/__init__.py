@@ -1,0 +1,1 @@
+"""YARN through Skein: application specs and the YARN scheduler."""
