@@ -103,3 +103,71 @@ struct PackingPlan {
   3: required string algorithm,
   4: required string granularity,
 }
+
+// ------------------------------------------------------ runtime and state
+
+enum TopologyStatus {
+  RUNNING = 1,
+  PAUSED = 2,
+}
+
+// executionstate/<topology>: written at submit, read by every process.
+struct ExecutionState {
+  1: required string topology_name,
+  2: required string run_id,
+  // Folder of this run: logs/, metrics/, packing_plan.json.
+  3: required string run_dir,
+  4: required double submit_time,
+  5: required string submitter,
+  6: required TopologyStatus status,
+  // Every connection into the topology's processes proves it knows this first.
+  7: required string secret,
+  8: required string cluster,
+  // Python interpreter the executors run processes with.
+  9: required string python,
+}
+
+// tmasters/<topology> (ephemeral): where the topology master listens.
+struct TMasterLocation {
+  1: required string topology_name,
+  2: required string host,
+  3: required i32 control_port,
+  4: required i32 pid,
+  5: required string run_id,
+}
+
+// schedulers/<topology>: what the scheduler needs to find what it launched.
+struct SchedulerLocation {
+  1: required string topology_name,
+  2: required string scheduler,
+  3: required string host,
+  // container id -> executor pid (local scheduler) 
+  4: required map<i32, i32> executor_pids,
+  // YARN application id (YARN scheduler)
+  5: optional string application_id,
+}
+
+struct StMgrLocation {
+  1: required i32 container,
+  2: required string host,
+  // where other stream managers connect
+  3: required i32 data_port,
+  4: required i32 pid,
+}
+
+struct InstanceLocation {
+  1: required InstanceId id,
+  2: required i32 container,
+  3: required i32 pid,
+}
+
+// pplans/<topology>: written by the topology master once every stream
+// manager has registered with all its instances, and again after changes.
+struct PhysicalPlan {
+  1: required string topology_name,
+  2: required string packing_plan_id,
+  3: required TopologyStatus status,
+  4: required TMasterLocation tmaster,
+  5: required list<StMgrLocation> stmgrs,
+  6: required list<InstanceLocation> instances,
+}

@@ -1,1 +1,33 @@
 """State managers: where topology plans and locations live (local directory or ZooKeeper)."""
+from __future__ import annotations
+
+import os
+from typing import Mapping, Any
+
+from squall.state.base import AlreadyExists, Kind, StateError, StateManager
+from squall.state.local import LocalStateManager
+
+
+def squall_home() -> str:
+    """``$SQUALL_HOME``, by default ``~/.squall``."""
+    return os.path.abspath(os.path.expanduser(os.environ.get("SQUALL_HOME") or "~/.squall"))
+
+
+def make_state_manager(config: Mapping[str, Any]) -> StateManager:
+    """The state manager ``squall.state.manager`` names (not started)."""
+    kind = config["squall.state.manager"]
+    root = config["squall.state.root"]
+    if kind == "local":
+        return LocalStateManager(root or os.path.join(squall_home(), "state"))
+    raise StateError(f"squall.state.manager: {kind!r} is not available yet (use 'local')")
+
+
+__all__ = [
+    "AlreadyExists",
+    "Kind",
+    "LocalStateManager",
+    "StateError",
+    "StateManager",
+    "make_state_manager",
+    "squall_home",
+]

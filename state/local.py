@@ -1,0 +1,193 @@
+"""The local-directory state manager: the embedded default.
+
+Records are files ``<root>/<kind>/<name>`` holding the Thrift compact
+encoding, replaced atomically (write, fsync, rename). An ephemeral record has
+an owner file next to it naming the creating process (pid and start time);
+once that process is gone the record reads as absent, like a ZooKeeper
+ephemeral node whose session expired. Watches poll file modification times.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import Any, Callable, Optional
+
+import psutil
+
+from squall.idl import decode, encode
+from squall.state.base import AlreadyExists, Kind, StateError, StateManager, check_name
+
+log = logging.getLogger(__name__)
+
+_OWNER_SUFFIX = ".owner"
+
+
+def _process_identity(pid: int) -> Optional[str]:
+    try:
+        return f"{pid}:{psutil.Process(pid).create_time():.3f}"
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+class LocalStateManager(StateManager):
+    def __init__(self, root: str, poll_interval: float = 0.2):
+        self.root = os.path.abspath(os.path.expanduser(root))
+        self.poll_interval = poll_interval
+        self._watches: list = []
+        self._watch_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._poller: Optional[threading.Thread] = None
+
+    # lifecycle ------------------------------------------------------------------
+    def start(self) -> None:
+        try:
+            for kind in Kind:
+                os.makedirs(os.path.join(self.root, kind.value), mode=0o700, exist_ok=True)
+        except OSError as e:
+            raise StateError(f"cannot create state directory {self.root}: {e.strerror}") from e
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._poller is not None and self._poller is not threading.current_thread():
+            self._poller.join(timeout=2)
+        self._poller = None
+        me = _process_identity(os.getpid())
+        for kind in Kind:
+            if not kind.ephemeral:
+                continue
+            for name in self._raw_names(kind):
+                if self._owner(kind, name) == me:
+                    self.delete(kind, name)
+
+    # records --------------------------------------------------------------------
+    def _path(self, kind: Kind, name: str) -> str:
+        return os.path.join(self.root, kind.value, check_name(name))
+
+    def create(self, kind: Kind, name: str, value: Any) -> None:
+        path = self._path(kind, name)
+        if kind.ephemeral and os.path.exists(path) and not self._alive(kind, name):
+            self.delete(kind, name)
+        try:
+            fd = os.open(path + ".creating", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError as e:
+            raise AlreadyExists(f"state record {path} is being created by another process") from e
+        except OSError as e:
+            raise StateError(f"cannot write state record {path}: {e.strerror}") from e
+        try:
+            os.close(fd)
+            if os.path.exists(path):
+                raise AlreadyExists(f"state record {path} already exists")
+            self.put(kind, name, value)
+        finally:
+            os.unlink(path + ".creating")
+
+    def put(self, kind: Kind, name: str, value: Any) -> None:
+        path = self._path(kind, name)
+        data = value if kind.struct is None else encode(value)
+        if kind.ephemeral:
+            self._write(path + _OWNER_SUFFIX, _process_identity(os.getpid()).encode())
+        self._write(path, data)
+
+    def _write(self, path: str, data: bytes) -> None:
+        tmp = f"{path}.tmp.{os.getpid()}.{threading.get_ident()}"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except OSError as e:
+            raise StateError(f"cannot write state record {path}: {e.strerror}") from e
+
+    def get(self, kind: Kind, name: str) -> Any:
+        path = self._path(kind, name)
+        if kind.ephemeral and not self._alive(kind, name):
+            return None
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise StateError(f"cannot read state record {path}: {e.strerror}") from e
+        if kind.struct is None:
+            return data
+        try:
+            return decode(kind.struct, data)
+        except ValueError as e:
+            raise StateError(f"state record {path} is corrupt: {e}") from e
+
+    def delete(self, kind: Kind, name: str) -> None:
+        path = self._path(kind, name)
+        for p in (path, path + _OWNER_SUFFIX):
+            try:
+                os.unlink(p)
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                raise StateError(f"cannot delete state record {p}: {e.strerror}") from e
+
+    def names(self, kind: Kind) -> list:
+        return [n for n in self._raw_names(kind) if not kind.ephemeral or self._alive(kind, n)]
+
+    def _raw_names(self, kind: Kind) -> list:
+        try:
+            entries = os.listdir(os.path.join(self.root, kind.value))
+        except FileNotFoundError:
+            return []
+        return sorted(e for e in entries if not e.endswith((_OWNER_SUFFIX, ".creating")) and ".tmp." not in e)
+
+    def _owner(self, kind: Kind, name: str) -> Optional[str]:
+        try:
+            with open(self._path(kind, name) + _OWNER_SUFFIX) as f:
+                return f.read().strip()
+        except FileNotFoundError:
+            return None
+
+    def _alive(self, kind: Kind, name: str) -> bool:
+        owner = self._owner(kind, name)
+        if owner is None:
+            return False
+        pid = int(owner.split(":", 1)[0])
+        return _process_identity(pid) == owner
+
+    # watches --------------------------------------------------------------------
+    def watch(self, kind: Kind, name: str, callback: Callable[[Any], None]) -> Callable[[], None]:
+        entry = [kind, name, callback, self._stamp(kind, name)]
+        with self._watch_lock:
+            self._watches.append(entry)
+            if self._poller is None:
+                self._stop.clear()
+                self._poller = threading.Thread(target=self._poll, name="state-watch", daemon=True)
+                self._poller.start()
+
+        def cancel() -> None:
+            with self._watch_lock:
+                if entry in self._watches:
+                    self._watches.remove(entry)
+
+        return cancel
+
+    def _stamp(self, kind: Kind, name: str) -> Any:
+        try:
+            st = os.stat(self._path(kind, name))
+            return (st.st_mtime_ns, st.st_ino, st.st_size, self._alive(kind, name) if kind.ephemeral else True)
+        except FileNotFoundError:
+            return None
+
+    def _poll(self) -> None:
+        while not self._stop.wait(self.poll_interval):
+            with self._watch_lock:
+                watches = list(self._watches)
+            for entry in watches:
+                kind, name, callback, last = entry
+                stamp = self._stamp(kind, name)
+                if stamp == last:
+                    continue
+                entry[3] = stamp
+                try:
+                    callback(self.get(kind, name))
+                except Exception:
+                    log.exception("state watch callback for %s/%s failed", kind.value, name)
