@@ -51,6 +51,6 @@ def _check_required(obj: Any, path: str) -> None:
             continue
         if ttype == TType.STRUCT:
             _check_required(value, f"{path}.{name}")
-        elif ttype == TType.LIST and spec[2][0] == TType.STRUCT:
+        elif ttype == TType.LIST and isinstance(spec[2], tuple) and spec[2][0] == TType.STRUCT:
             for i, item in enumerate(value):
                 _check_required(item, f"{path}.{name}[{i}]")

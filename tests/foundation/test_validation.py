@@ -1,0 +1,116 @@
+"""Every validation error is refused at build time, with a message naming the fault."""
+import pytest
+from api_components import MultiSpout, NotAGrouping, PassBolt, SinkBolt, Unserialisable, WordSpout
+
+from squall import Bolt, Grouping, Spout, TopologyBuilder, TopologyError
+
+
+def build(configure):
+    b = TopologyBuilder("t")
+    configure(b)
+    return b.build()
+
+
+def with_spout(b):
+    return b.add_spout("words", WordSpout)
+
+
+CASES = [
+    ("duplicate", lambda b: (with_spout(b), b.add_bolt("words", SinkBolt, inputs=["words"])),
+     r"components.words: duplicate component name 'words'"),
+    ("unknown input", lambda b: (with_spout(b), b.add_bolt("s", SinkBolt, inputs=["nope"])),
+     r"components.s.inputs\[0\]: input from unknown component 'nope'"),
+    ("undeclared stream", lambda b: (with_spout(b), b.add_bolt("s", SinkBolt, inputs={("words", "other"): Grouping.SHUFFLE})),
+     r"components.s.inputs\[0\]: component 'words' declares no stream 'other' \(declared: default\)"),
+    ("fields on missing field", lambda b: (with_spout(b), b.add_bolt("s", SinkBolt, inputs={"words": Grouping.fields("wrd")})),
+     r"fields grouping on field 'wrd', but stream words/default declares \['word', 'n'\]"),
+    ("partial key on missing field", lambda b: (with_spout(b), b.add_bolt("s", SinkBolt, inputs={"words": Grouping.partial_key("x")})),
+     r"partial_key grouping on field 'x'"),
+    ("direct on non-direct", lambda b: (with_spout(b), b.add_bolt("s", SinkBolt, inputs={"words": Grouping.DIRECT})),
+     r"direct grouping on stream words/default, which is not declared direct"),
+    ("shuffle on direct", lambda b: (b.add_spout("m", MultiSpout), b.add_bolt("s", SinkBolt, inputs={("m", "direct"): Grouping.SHUFFLE})),
+     r"stream m/direct is direct; consume it with Grouping.DIRECT"),
+    ("parallelism zero", lambda b: b.add_spout("words", WordSpout, par=0),
+     r"components.words.par: parallelism must be a positive integer, got 0"),
+    ("parallelism str", lambda b: b.add_spout("words", WordSpout, par="2"),
+     r"components.words.par: parallelism must be a positive integer, got '2'"),
+    ("parallelism bool", lambda b: b.add_spout("words", WordSpout, par=True),
+     r"parallelism must be a positive integer, got True"),
+    ("no spout", lambda b: b.add_bolt("s", SinkBolt),
+     r"topology 't' has no spout"),
+    ("negative resource", lambda b: b.add_spout("words", WordSpout, config={"squall.component.cpu": -1}),
+     r"squall.component.cpu \(components.words.config\): must be >= 0, got -1"),
+    ("non-numeric resource", lambda b: b.add_spout("words", WordSpout, config={"squall.component.ram.mb": "lots"}),
+     r"squall.component.ram.mb \(components.words.config\): expected an integer, got 'lots'"),
+    ("config wrong type", lambda b: (with_spout(b), b.set_config({"topology.max.spout.pending": "abc"})),
+     r"topology.max.spout.pending \(config\): expected an integer, got 'abc' \(str\)"),
+    ("bad choice", lambda b: (with_spout(b), b.set_config({"squall.packing.algorithm": "best"})),
+     r"squall.packing.algorithm \(config\): expected one of roundrobin, rcrr, ffd, got 'best'"),
+    ("spout class not a spout", lambda b: b.add_spout("words", PassBolt),
+     r"components.words.class: expected a subclass of squall.Spout"),
+    ("not a grouping", lambda b: (with_spout(b), b.add_bolt("s", SinkBolt, inputs={"words": "shuffle"})),
+     r"components.s.inputs\[0\].grouping: expected a Grouping, got 'shuffle'"),
+    ("custom without methods", lambda b: (with_spout(b), b.add_bolt("s", SinkBolt, inputs={"words": Grouping.custom(NotAGrouping())})),
+     r"custom grouping NotAGrouping has no prepare\(\) method"),
+    ("custom state not json", lambda b: (with_spout(b), b.add_bolt("s", SinkBolt, inputs={"words": Grouping.custom(Unserialisable())})),
+     r"attributes must be JSON values"),
+    ("bad name", lambda b: b.add_spout("__sys", WordSpout),
+     r"components\[0\]: name '__sys'"),
+]
+
+
+@pytest.mark.parametrize("configure,message", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_refused_with_message(configure, message):
+    with pytest.raises(TopologyError, match=message):
+        build(configure)
+
+
+def test_local_classes_are_refused():
+    class LocalSpout(Spout):
+        outputs = ["x"]
+
+    with pytest.raises(TopologyError, match=r"components.s.class: .*LocalSpout is defined inside a function"):
+        build(lambda b: b.add_spout("s", LocalSpout))
+
+
+def test_local_custom_grouping_is_refused():
+    class LocalGrouping:
+        def prepare(self, *a):
+            pass
+
+        def choose_tasks(self, values):
+            return []
+
+    with pytest.raises(TopologyError, match=r"LocalGrouping is defined inside a function"):
+        build(lambda b: (with_spout(b), b.add_bolt("s", SinkBolt, inputs={"words": Grouping.custom(LocalGrouping())})))
+
+
+def test_main_module_classes_are_refused():
+    Main = type("MainSpout", (Spout,), {"__module__": "__main__", "outputs": ["x"]})
+    with pytest.raises(TopologyError, match=r"MainSpout is defined in __main__"):
+        build(lambda b: b.add_spout("s", Main))
+
+
+def test_unknown_key_warns_with_closest_known_key():
+    topology = build(lambda b: (with_spout(b), b.set_config({"topology.max.spout.pendin": 5, "my.app.key": 1})))
+    assert topology.warnings == [
+        "config: unknown config key 'topology.max.spout.pendin'; did you mean 'topology.max.spout.pending'?"
+    ]
+
+
+def test_unknown_key_in_squall_namespace_warns_without_match():
+    topology = build(lambda b: (with_spout(b), b.set_config({"squall.zzz": 1})))
+    assert topology.warnings == ["config: unknown config key 'squall.zzz' (see `squall config list`)"]
+
+
+def test_bad_field_names_in_grouping_constructor():
+    with pytest.raises(ValueError, match="fields grouping needs one or more field names"):
+        Grouping.fields()
+
+
+def test_outputs_must_be_names_or_streams():
+    class BadOutputs(Bolt):
+        outputs = ["a", 3]
+
+    with pytest.raises(TopologyError, match=r"components.words.outputs: outputs must be field names or Stream objects, got 3"):
+        build(lambda b: b.add_spout("words", type("S", (Spout,), {"outputs": ["a", 3], "__module__": __name__})))
