@@ -171,3 +171,110 @@ struct PhysicalPlan {
   5: required list<StMgrLocation> stmgrs,
   6: required list<InstanceLocation> instances,
 }
+
+// ------------------------------------------------------ runtime control plane
+// Frames and the handshake are described in docs/protocol.md.
+
+enum Role {
+  INSTANCE = 1,
+  STMGR = 2,
+  METRICSMGR = 3,
+  TMASTER = 4,
+  CLIENT = 5,
+}
+
+// The first frame a server sends on every connection.
+struct Challenge {
+  1: required string topology_name,
+  2: required binary nonce,
+}
+
+// The first frame a client sends: proof = HMAC-SHA256(secret, nonce).
+struct Hello {
+  1: required string topology_name,
+  2: required Role role,
+  3: required binary proof,
+  4: required i32 container,
+  5: required i32 pid,
+  6: optional i32 task_id,
+  7: optional string component,
+}
+
+// stmgr -> tmaster, sent again whenever its set of local instances changes.
+struct RegisterStMgr {
+  1: required StMgrLocation stmgr,
+  2: required list<InstanceLocation> instances,
+}
+
+struct RegisterResponse {
+  1: required bool ok,
+  2: optional string error,
+}
+
+struct Heartbeat {
+  1: required double time,
+}
+
+// stmgr -> every other stmgr: start (on) or stop throttling local spouts.
+struct Backpressure {
+  1: required i32 container,
+  2: required bool on,
+}
+
+// One row of docs/metrics.md as a process reports it; `user` is JSON text.
+struct MetricsRow {
+  1: required double ts,
+  2: required double interval_secs,
+  3: required string process,
+  4: required string component,
+  5: optional i32 task_id,
+  6: required i64 emit_count,
+  7: required i64 execute_count,
+  8: required i64 ack_count,
+  9: required i64 fail_count,
+  10: optional double execute_latency_ms,
+  11: optional double process_latency_ms,
+  12: optional double complete_latency_ms,
+  13: required i64 queue_depth,
+  14: required double backpressure_ms,
+  15: required string user,
+  16: required i32 pid,
+  17: required i32 container,
+}
+
+struct MetricsQuery {
+  1: optional string component,
+}
+
+// Totals since start, rates over the last bucket, latencies weighted means.
+struct MetricsSummary {
+  1: required string component,
+  2: optional i32 task_id,
+  3: required i64 emitted,
+  4: required i64 executed,
+  5: required i64 acked,
+  6: required i64 failed,
+  7: required double emit_rate,
+  8: required double execute_rate,
+  9: required double ack_rate,
+  10: required double fail_rate,
+  11: optional double execute_latency_ms,
+  12: optional double process_latency_ms,
+}
+
+struct MetricsResponse {
+  1: required list<MetricsSummary> components,
+  2: required list<MetricsSummary> tasks,
+}
+
+// The one control message: exactly one field is set.
+struct Control {
+  1: optional RegisterStMgr register_stmgr,
+  2: optional RegisterResponse register_response,
+  3: optional Heartbeat heartbeat,
+  4: optional PhysicalPlan physical_plan,
+  5: optional Backpressure backpressure,
+  6: optional list<MetricsRow> metrics,
+  7: optional MetricsQuery metrics_query,
+  8: optional MetricsResponse metrics_response,
+}
