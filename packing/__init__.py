@@ -1,1 +1,18 @@
-"""Packing: placing a topology's tasks into containers (pure functions, no I/O)."""
+"""Packing: placing a topology's tasks into containers (pure functions, no I/O).
+
+The model is the Thrift IDL's ``Resources``, ``InstanceId``, ``InstancePlan``,
+``ContainerPlan`` and ``PackingPlan``; see docs/packing.md.
+"""
+from squall.packing.errors import PackingError
+from squall.packing.jsonplan import plan_from_json, plan_to_json
+from squall.packing.pack import pack, tmaster_container_resources
+from squall.packing.validate import validate_plan
+
+__all__ = [
+    "PackingError",
+    "pack",
+    "plan_from_json",
+    "plan_to_json",
+    "tmaster_container_resources",
+    "validate_plan",
+]

@@ -1,0 +1,79 @@
+"""Resource-compliant round-robin and first-fit decreasing.
+
+Both place instances component by component (all instances of a component
+have the same size) into ``Bins`` that may already hold instances (repacking),
+opening a container when none fits. Neither restarts from scratch, and neither
+is quadratic in instances: a container that fails for one instance of a
+component fails for the rest of it (containers only fill up), so each
+component visits each container at most once, and containers too full for the
+smallest instance of all are skipped for good.
+"""
+from __future__ import annotations
+
+from collections import deque
+from typing import Sequence
+
+from squall.packing.bins import Bins
+from squall.packing.resources import Res
+
+
+def smallest(sizes: Sequence[Res]) -> Res:
+    """The per-dimension minimum: a container that cannot take it takes nothing."""
+    return Res(min(s.cpu for s in sizes), min(s.ram for s in sizes), min(s.disk for s in sizes))
+
+
+def round_robin_fit(bins: Bins, groups: Sequence[tuple], cursor: int = 0) -> int:
+    """``groups``: ``[(size, [instances])]`` in dealing order. Instances are dealt
+    in turn over the open containers starting at index ``cursor``; a container
+    that cannot take the instance leaves this component's ring; when the ring
+    is empty a new container opens. Returns the cursor for a later call."""
+    if not groups:
+        return cursor
+    least = smallest([g[0] for g in groups])
+    closed = [not bins.fits(i, least) for i in range(len(bins))]
+    for size, instances in groups:
+        n = len(bins)
+        ring = deque(i for i in list(range(cursor, n)) + list(range(0, min(cursor, n))) if not closed[i])
+        for instance in instances:
+            while ring and not bins.fits(ring[0], size):
+                ring.popleft()
+            if not ring:
+                ring.append(bins.open())
+                closed.append(False)
+            i = ring[0]
+            bins.add(i, instance)
+            if not bins.fits(i, least):
+                closed[i] = True
+            ring.rotate(-1)
+        cursor = ring[0] if ring else 0
+    return cursor
+
+
+def first_fit(bins: Bins, groups: Sequence[tuple]) -> None:
+    """``groups`` in decreasing order: each instance to the lowest-id container
+    that fits, else a new one."""
+    if not groups:
+        return
+    least = smallest([g[0] for g in groups])
+    # nxt[i] == i: container i is open; else a pointer towards the next open one.
+    nxt = [i if bins.fits(i, least) else i + 1 for i in range(len(bins))]
+
+    def find(i: int) -> int:
+        root = i
+        while root < len(nxt) and nxt[root] != root:
+            root = nxt[root]
+        while i < len(nxt) and nxt[i] != i:  # path compression
+            nxt[i], i = root, nxt[i]
+        return root
+
+    for size, instances in groups:
+        p = find(0)
+        for instance in instances:
+            while p < len(nxt) and not bins.fits(p, size):
+                p = find(p + 1)
+            if p >= len(nxt):
+                p = bins.open()
+                nxt.append(p)
+            bins.add(p, instance)
+            if not bins.fits(p, least):
+                nxt[p] = p + 1

@@ -1,0 +1,85 @@
+"""``pack``: a topology and its config in, a validated PackingPlan out."""
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from squall.conf import Config, base_config
+from squall.logical import task_ids
+from squall.packing.bins import Bins
+from squall.packing.build import build_plan
+from squall.packing.errors import PackingError
+from squall.packing.fit import first_fit, round_robin_fit
+from squall.packing.request import Request, build_request, config_res, instance_order, topological_order
+from squall.packing.roundrobin import check_capacity, deal, spread
+from squall.packing.validate import check_plan
+
+
+def pack(
+    topology: Any,
+    base: Optional[Config] = None,
+    algorithm: Optional[str] = None,
+    granularity: Optional[str] = None,
+) -> Any:
+    """Pack ``topology`` (the Thrift Topology struct) into containers 1..n.
+
+    ``algorithm`` and ``granularity`` default to ``squall.packing.algorithm``
+    and ``squall.packing.granularity`` as resolved for the topology. The plan
+    is deterministic byte for byte and passes ``validate_plan``; container 0
+    (topology master) is not in it: see ``tmaster_container_resources``.
+    """
+    request = build_request(topology, base, algorithm, granularity)
+    ids = task_ids(topology)
+    instances = {name: [(name, tid, i) for i, tid in enumerate(tids)] for name, tids in ids.items()}
+    bins = Bins(request.room, request.sizes)
+    place_new(request, bins, instances, fresh=True)
+    plan = build_plan(request, bins.assignment())
+    check_plan(request, plan)
+    return plan
+
+
+def place_new(request: Request, bins: Bins, instances: Mapping[str, list], fresh: bool = False) -> None:
+    """Place ``instances`` (by component) into ``bins`` with the request's algorithm.
+
+    ``fresh``: ``bins`` is empty and round-robin opens ``topology.workers``
+    containers; otherwise round-robin uses the containers ``bins`` has.
+    """
+    algorithm = request.algorithm
+    total = sum(len(v) for v in instances.values())
+    if algorithm == "roundrobin":
+        if fresh:
+            if request.workers > total:
+                raise PackingError(
+                    f"topology.workers={request.workers} is more than the topology's {total} tasks: "
+                    "round-robin would leave containers empty"
+                )
+            for _ in range(request.workers):
+                bins.open()
+        if request.granularity == "task" and fresh:
+            deal(bins, [inst for c in instance_order(request) for inst in instances.get(c.name, ())])
+        else:
+            spread(bins, topological_order(request), instances)
+        check_capacity(request, bins)
+    elif algorithm == "rcrr":
+        if fresh:
+            for _ in range(min(request.workers, total)):
+                bins.open()
+        round_robin_fit(bins, _groups(request, instance_order(request), instances))
+    else:
+        first_fit(bins, _groups(request, instance_order(request, request.ffd_sort), instances))
+
+
+def _groups(request: Request, order: list, instances: Mapping[str, list]) -> list:
+    return [(c.size, instances[c.name]) for c in order if instances.get(c.name)]
+
+
+def tmaster_container_resources(config: Optional[Mapping[str, Any]] = None) -> Any:
+    """Container 0: the topology master and its metrics manager (Thrift Resources).
+
+    ``config`` is a resolved config (e.g. ``topology_config(topology, base)``);
+    defaults when None.
+    """
+    if config is None:
+        config = base_config()
+    tmaster = config_res(config, ("squall.tmaster.cpu", "squall.tmaster.ram.mb", "squall.tmaster.disk.mb"))
+    metrics = config_res(config, ("squall.metricsmgr.cpu", "squall.metricsmgr.ram.mb", "squall.metricsmgr.disk.mb"))
+    return (tmaster + metrics).to_thrift()

@@ -1,0 +1,92 @@
+"""The one plan validator, used by every algorithm, by repacking and by the tests."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from squall.conf import Config
+from squall.packing.errors import PackingError
+from squall.packing.request import Request, build_request
+from squall.packing.resources import Res
+
+
+def validate_plan(topology: Any, plan: Any, base: Optional[Config] = None) -> None:
+    """Raise PackingError naming the first broken invariant of ``plan``:
+
+    every task of every component placed exactly once; task ids unique;
+    component indexes 0..parallelism-1 without gaps; instances sized as their
+    component's config says; no empty container; container ids >= 1 and
+    unique; each container's resources >= its instances plus padding (padding
+    at least what the config asks for) and within capacity (worker
+    granularity: exactly the worker size).
+    """
+    request = build_request(topology, base, plan.algorithm, plan.granularity)
+    check_plan(request, plan)
+
+
+def check_plan(request: Request, plan: Any) -> None:
+    where = f"packing plan {plan.id!r}"
+    if plan.algorithm != request.algorithm or plan.granularity != request.granularity:
+        raise PackingError(f"{where}: made by {plan.algorithm}/{plan.granularity}, checked as "
+                           f"{request.algorithm}/{request.granularity}")
+    sizes = {c.name: c.size for c in request.components}
+    par = {c.name: c.parallelism for c in request.components}
+    thrift_sizes = {name: size.to_thrift() for name, size in sizes.items()}
+    seen_indexes: dict = {name: set() for name in sizes}
+    seen_tasks: set = set()
+    seen_containers: set = set()
+    for container in plan.containers:
+        cid = container.id
+        at = f"{where}: container {cid}"
+        if not isinstance(cid, int) or cid < 1:
+            raise PackingError(f"{at}: container ids start at 1 (0 is the topology master's)")
+        if cid in seen_containers:
+            raise PackingError(f"{at}: container id used twice")
+        seen_containers.add(cid)
+        if not container.instances:
+            raise PackingError(f"{at}: holds no instances")
+        counts: dict = {}
+        for inst in container.instances:
+            name, task, index = inst.id.component, inst.id.task_id, inst.id.component_index
+            label = f"{at}: instance {name}[{index}] (task {task})"
+            if name not in sizes:
+                raise PackingError(f"{label}: the topology has no component {name!r}")
+            if not (0 <= index < par[name]):
+                raise PackingError(f"{label}: component index outside 0..{par[name] - 1} (parallelism {par[name]})")
+            if index in seen_indexes[name]:
+                raise PackingError(f"{label}: component index placed twice")
+            seen_indexes[name].add(index)
+            if not isinstance(task, int) or task < 1:
+                raise PackingError(f"{label}: task ids start at 1")
+            if task in seen_tasks:
+                raise PackingError(f"{label}: task id used twice")
+            seen_tasks.add(task)
+            r = inst.resources
+            if r is not thrift_sizes[name] and r != thrift_sizes[name]:
+                raise PackingError(f"{label}: resources {Res.from_thrift(r)}, but component {name!r} asks for {sizes[name]}")
+            counts[name] = counts.get(name, 0) + 1
+        used = Res()
+        for name, n in counts.items():
+            used = used + sizes[name].times(n)
+        _check_container(request, at, used, Res.from_thrift(container.padding), Res.from_thrift(container.resources))
+    for name, indexes in seen_indexes.items():
+        if len(indexes) != par[name]:
+            missing = sorted(set(range(par[name])) - indexes)
+            raise PackingError(
+                f"{where}: component {name!r} has {len(indexes)} of {par[name]} instances placed "
+                f"(missing component indexes {missing[:10]})"
+            )
+
+
+def _check_container(request: Request, at: str, used: Res, padding: Res, resources: Res) -> None:
+    want_padding = request.padding.of(used)
+    if not want_padding.fits(padding):
+        raise PackingError(f"{at}: padding {padding} is below the {want_padding} the config asks for")
+    if not (used + padding).fits(resources):
+        raise PackingError(f"{at}: resources {resources} are below its instances ({used}) plus padding ({padding})")
+    what = "container" if request.granularity == "task" else "worker"
+    over = resources.over(request.cap)
+    if over:
+        keys = dict(zip(("cpu", "ram", "disk"), request.cap_keys))
+        raise PackingError(f"{at}: {resources.describe(over[0])} is above the {what} capacity {keys[over[0]]} ({request.cap})")
+    if request.granularity == "worker" and resources != request.cap:
+        raise PackingError(f"{at}: a worker has the fixed size {request.cap}, not {resources}")
