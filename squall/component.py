@@ -19,7 +19,8 @@ class Tuple:
     """One tuple as a bolt receives it.
 
     Values are reached by position (``tup[0]``), by field name (``tup["word"]``)
-    or as attributes (``tup.word``).
+    or as attributes (``tup.word``). ``component``, ``stream`` and ``task`` say
+    where it came from: the emitting component, its stream and its task id.
     """
 
     __slots__ = ("id", "component", "stream", "task", "values", "fields", "roots")
