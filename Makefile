@@ -21,7 +21,7 @@ zookeeper:
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q zookeeper; }
 
 demo: venv
-	$(VENV)/bin/python -m examples.demo
+	$(PY) examples/demo.py
 
 test: venv zookeeper
 	$(PY) -m pytest -q tests

@@ -28,6 +28,6 @@ setup(
         "pyarrow>=10",
         "matplotlib>=3.5",
     ],
-    extras_require={"test": ["pytest>=7", "hypothesis>=6.50"]},
+    extras_require={"test": ["pytest>=7", "pytest-timeout>=2.1", "hypothesis>=6.50"]},
     entry_points={"console_scripts": ["squall = squall.cli:main"]},
 )

@@ -29,8 +29,9 @@ _PLUGINS = [
     ("squall.packing.cli", ["pack"]),
     (
         "squall.scheduler.cli",
-        ["submit", "kill", "activate", "deactivate", "restart", "update", "list", "show", "logs", "metrics", "clean"],
+        ["submit", "kill", "activate", "deactivate", "restart", "update", "list", "show", "logs", "clean"],
     ),
+    ("squall.runtime.cli", ["metrics"]),
     ("squall.reports.cli", ["report"]),
 ]
 

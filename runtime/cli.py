@@ -1,0 +1,50 @@
+"""``squall metrics``: ask a running topology's master for its metrics."""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from squall.commandline import add_json_option, format_table, print_json
+from squall.conf import base_config
+from squall.state import make_state_manager
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("metrics", help="per-component counts, rates and latencies of a running topology")
+    p.add_argument("name", help="topology name")
+    p.add_argument("--config-path", metavar="FILE", help="cluster config file (YAML key: value)")
+    p.add_argument("--tasks", action="store_true", help="also show every task")
+    add_json_option(p)
+    p.set_defaults(func=cmd_metrics)
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    from squall.runtime.client import query_metrics
+
+    state = make_state_manager(base_config(args.config_path))
+    state.start()
+    metrics = query_metrics(state, args.name)
+    if args.json:
+        print_json(metrics)
+        return 0
+    print(format_metrics(metrics, tasks=args.tasks))
+    return 0
+
+
+COLUMNS = ["emitted", "executed", "acked", "failed", "emit_rate", "execute_rate",
+           "execute_latency_ms", "process_latency_ms"]
+
+
+def format_metrics(metrics: dict, tasks: bool = False) -> str:
+    """The per-component (and optionally per-task) table of ``query_metrics``."""
+    rows = []
+    for name, c in metrics["components"].items():
+        rows.append([name] + [_value(c.get(k)) for k in COLUMNS])
+        if tasks:
+            for task_id, t in sorted(c.get("tasks", {}).items(), key=lambda kv: int(kv[0])):
+                rows.append([f"  task {task_id}"] + [_value(t.get(k)) for k in COLUMNS])
+    return format_table(["component"] + COLUMNS, rows, right=set(COLUMNS))
+
+
+def _value(v: Any) -> Any:
+    return "-" if v is None else v

@@ -1,0 +1,322 @@
+"""``squall submit|kill|activate|deactivate|restart|update|list|show|logs|clean``."""
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import shutil
+import sys
+import time
+from typing import Any
+
+from squall.commandline import add_config_options, add_json_option, format_table, load_topology, print_json
+from squall.conf import base_config
+from squall.errors import SquallError
+from squall.idl import schema
+from squall.packing import plan_to_json
+from squall.scheduler import launcher, manager
+from squall.state import Kind, StateManager, make_state_manager
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("submit", help="launch a topology and wait until it runs")
+    p.add_argument("file", help="topology file (.py)")
+    p.add_argument("--name", help="run under this name instead of the topology's own")
+    p.add_argument("--cluster", default="local", help="where to run it (default: local)")
+    add_config_options(p)
+    p.set_defaults(func=cmd_submit)
+
+    for name, func, text in (
+        ("kill", cmd_kill, "stop a topology and remove it (its logs and metrics stay)"),
+        ("activate", cmd_activate, "resume a deactivated topology's spouts"),
+        ("deactivate", cmd_deactivate, "pause a topology's spouts"),
+        ("clean", cmd_clean, "delete a stopped topology's run folders (logs, metrics)"),
+    ):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("name", help="topology name")
+        _state_options(p)
+        p.set_defaults(func=func)
+
+    p = sub.add_parser("restart", help="restart a topology's containers")
+    p.add_argument("name", help="topology name")
+    p.add_argument("--container", type=int, help="only this container (default: all)")
+    _state_options(p)
+    p.set_defaults(func=cmd_restart)
+
+    p = sub.add_parser("update", help="change components' parallelism of a running topology")
+    p.add_argument("name", help="topology name")
+    p.add_argument(
+        "--component-parallelism", action="append", required=True, metavar="COMPONENT=N",
+        help="new parallelism of a component (repeatable)",
+    )
+    _state_options(p)
+    add_json_option(p)
+    p.set_defaults(func=cmd_update)
+
+    p = sub.add_parser("list", help="running topologies")
+    _state_options(p)
+    add_json_option(p)
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("show", help="status, packing plan and physical plan of a topology")
+    p.add_argument("name", help="topology name")
+    _state_options(p)
+    add_json_option(p)
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("logs", help="print (or follow) a topology's process logs")
+    p.add_argument("name", help="topology name")
+    p.add_argument("--component", help="only this component's instances")
+    p.add_argument("--task", type=int, help="only this task id")
+    p.add_argument("--follow", "-f", action="store_true", help="keep printing what is appended")
+    _state_options(p)
+    p.set_defaults(func=cmd_logs)
+
+
+def _state_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config-path", metavar="FILE", help="cluster config file (YAML key: value)")
+
+
+def open_state(args: argparse.Namespace) -> StateManager:
+    state = make_state_manager(base_config(getattr(args, "config_path", None)))
+    state.start()
+    return state
+
+
+# ------------------------------------------------------------------ submit
+def cmd_submit(args: argparse.Namespace) -> int:
+    topology, base = load_topology(args)
+    plan = topology.plan
+    if args.name:
+        if not args.name.replace("-", "").replace("_", "").replace(".", "").isalnum():
+            raise SquallError(f"--name {args.name!r}: use letters, digits, '_', '.' and '-'")
+        plan.name = args.name
+    state = make_state_manager(base)
+    state.start()
+    try:
+        execution = launcher.submit(plan, state, base, cluster=args.cluster, progress=_progress_printer())
+    finally:
+        state.close()
+    packing = state.get(Kind.PACKING_PLAN, plan.name)
+    instances = sum(len(c.instances) for c in packing.containers)
+    print(f"topology {plan.name!r} is running: {instances} instances in {len(packing.containers)} "
+          f"containers (+ topology master)")
+    print(f"  logs:    {os.path.join(execution.run_dir, 'logs')}")
+    print(f"  metrics: {os.path.join(execution.run_dir, 'metrics')}")
+    return 0
+
+
+def _progress_printer() -> Any:
+    tty = sys.stderr.isatty()
+    last = [-1]
+
+    def show(p: launcher.Progress) -> None:
+        if tty:
+            bar = "#" * int(20 * p.registered / max(p.total, 1))
+            sys.stderr.write(f"\rstarting [{bar:<20}] {p.registered}/{p.total} instances ({p.elapsed:.1f}s)")
+            if p.registered >= p.total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+        elif p.registered != last[0]:
+            print(f"starting: {p.registered}/{p.total} instances registered", file=sys.stderr)
+        last[0] = p.registered
+
+    return show
+
+
+# ------------------------------------------------------------------- control
+def cmd_kill(args: argparse.Namespace) -> int:
+    state = open_state(args)
+    execution = manager.kill(state, args.name)
+    print(f"killed topology {args.name!r}; its logs and metrics stay in {execution.run_dir}")
+    return 0
+
+
+def _set_status(args: argparse.Namespace, status: int, word: str) -> int:
+    state = open_state(args)
+    if not manager.set_status(state, args.name, status):
+        raise SquallError(f"topology {args.name!r} did not confirm it is {word} (is its topology master up?)")
+    print(f"topology {args.name!r} is {word}")
+    return 0
+
+
+def cmd_activate(args: argparse.Namespace) -> int:
+    return _set_status(args, schema.TopologyStatus.RUNNING, "active")
+
+
+def cmd_deactivate(args: argparse.Namespace) -> int:
+    return _set_status(args, schema.TopologyStatus.PAUSED, "deactivated")
+
+
+def cmd_restart(args: argparse.Namespace) -> int:
+    state = open_state(args)
+    manager.restart(state, args.name, args.container)
+    what = "all containers" if args.container is None else f"container {args.container}"
+    print(f"restarted {what} of topology {args.name!r}")
+    return 0
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    parallelism = {}
+    for text in args.component_parallelism:
+        component, sep, value = text.partition("=")
+        if not sep or not value.strip().lstrip("-").isdigit():
+            raise SquallError(f"--component-parallelism {text!r}: expected COMPONENT=N")
+        parallelism[component.strip()] = int(value)
+    state = open_state(args)
+    diff = manager.update(state, args.name, parallelism, base_config(args.config_path))
+    changes = {k: [f"{i.component}:{i.task_id}" for i in getattr(diff, k)] for k in ("added", "removed", "moved")}
+    if args.json:
+        print_json(changes)
+    else:
+        print(f"updated topology {args.name!r}: " + ", ".join(f"{len(v)} {k}" for k, v in changes.items()))
+    return 0
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    state = open_state(args)
+    if state.get(Kind.EXECUTION_STATE, args.name) is not None:
+        raise SquallError(f"topology {args.name!r} is running; kill it before cleaning its runs")
+    home = launcher.topology_home(args.name)
+    if not os.path.isdir(home):
+        raise SquallError(f"topology {args.name!r} has no runs in {home}")
+    shutil.rmtree(home)
+    print(f"removed {home}")
+    return 0
+
+
+# -------------------------------------------------------------------- views
+def cmd_list(args: argparse.Namespace) -> int:
+    state = open_state(args)
+    rows = []
+    for name in state.names(Kind.EXECUTION_STATE):
+        execution = state.get(Kind.EXECUTION_STATE, name)
+        plan = state.get(Kind.PACKING_PLAN, name)
+        if execution is None or plan is None:
+            continue
+        rows.append({
+            "name": name,
+            "status": manager.STATUS_NAMES[execution.status],
+            "cluster": execution.cluster,
+            "containers": len(plan.containers),
+            "instances": sum(len(c.instances) for c in plan.containers),
+            "run_id": execution.run_id,
+            "uptime_secs": round(time.time() - execution.submit_time, 1),
+        })
+    if args.json:
+        print_json(rows)
+    elif not rows:
+        print("no topology is running")
+    else:
+        headers = list(rows[0])
+        print(format_table(headers, [list(r.values()) for r in rows], right={"containers", "instances", "uptime_secs"}))
+    return 0
+
+
+def show_data(state: StateManager, name: str) -> dict:
+    execution = manager.running(state, name)
+    plan = state.get(Kind.PACKING_PLAN, name)
+    physical = state.get(Kind.PHYSICAL_PLAN, name)
+    location = state.get(Kind.SCHEDULER, name)
+    processes = []
+    if location is not None:
+        for container, pid in sorted(location.executor_pids.items()):
+            processes.append({"container": container, "process": "executor", "host": location.host, "port": None, "pid": pid})
+    if physical is not None:
+        t = physical.tmaster
+        processes.append({"container": 0, "process": "tmaster", "host": t.host, "port": t.control_port, "pid": t.pid})
+        for s in sorted(physical.stmgrs, key=lambda s: s.container):
+            processes.append({"container": s.container, "process": "stmgr", "host": s.host, "port": s.data_port, "pid": s.pid})
+        for i in sorted(physical.instances, key=lambda i: i.id.task_id):
+            processes.append({
+                "container": i.container, "process": f"instance {i.id.component}[{i.id.component_index}] task {i.id.task_id}",
+                "host": location.host if location else None, "port": None, "pid": i.pid,
+            })
+    return {
+        "name": name,
+        "status": manager.STATUS_NAMES[execution.status],
+        "confirmed_status": manager.STATUS_NAMES[physical.status] if physical else None,
+        "run_dir": execution.run_dir,
+        "packing_plan": plan_to_json(name, plan),
+        "physical_plan": processes,
+    }
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    data = show_data(open_state(args), args.name)
+    if args.json:
+        print_json(data)
+        return 0
+    print(f"topology {data['name']!r}: {data['status']}  (run folder {data['run_dir']})")
+    plan = data["packing_plan"]
+    print(f"\npacking plan ({plan['algorithm']}, {plan['granularity']} granularity)")
+    rows = []
+    for c in plan["containers"]:
+        counts: dict = {}
+        for i in c["instances"]:
+            counts[i["component"]] = counts.get(i["component"], 0) + 1
+        r = c["resources"]
+        rows.append((c["id"], r["cpu"], r["ram_mb"], r["disk_mb"], " ".join(f"{k}x{v}" for k, v in counts.items())))
+    print(format_table(["container", "cpu", "ram_mb", "disk_mb", "instances"], rows, right={"container", "cpu", "ram_mb", "disk_mb"}))
+    print("\nphysical plan")
+    print(format_table(
+        ["container", "process", "host", "port", "pid"],
+        [[p["container"], p["process"], p["host"], p["port"] or "-", p["pid"]] for p in data["physical_plan"]],
+        right={"container", "pid"},
+    ))
+    return 0
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    state = open_state(args)
+    execution = state.get(Kind.EXECUTION_STATE, args.name)
+    if execution is not None:
+        run_dir = execution.run_dir
+    else:
+        runs = sorted(glob.glob(os.path.join(launcher.topology_home(args.name), "*", "logs")))
+        if not runs:
+            raise SquallError(f"topology {args.name!r} is not running and has no logs on disk")
+        run_dir = os.path.dirname(runs[-1])
+    files = select_logs(run_dir, args.component, args.task)
+    if not files:
+        what = " ".join(filter(None, [args.component and f"component {args.component!r}",
+                                      args.task is not None and f"task {args.task}"]))
+        raise SquallError(f"no log in {run_dir}/logs matches {what or 'anything'}")
+    offsets = {}
+    for path in files:
+        with open(path, errors="replace") as f:
+            text = f.read()
+            offsets[path] = f.tell()
+        print(f"==> {path} <==")
+        sys.stdout.write(text)
+    while args.follow:
+        time.sleep(0.5)
+        for path in files:
+            with open(path, errors="replace") as f:
+                f.seek(offsets[path])
+                text = f.read()
+                offsets[path] = f.tell()
+            if text:
+                print(f"==> {path} <==")
+                sys.stdout.write(text)
+                sys.stdout.flush()
+    return 0
+
+
+def select_logs(run_dir: str, component: Any = None, task: Any = None) -> list:
+    """Log files of the run; instance logs are named ``instance-<task>-<component>.log``."""
+    files = sorted(glob.glob(os.path.join(run_dir, "logs", "container-*", "*.log")))
+    if component is None and task is None:
+        return files
+    chosen = []
+    for path in files:
+        base = os.path.basename(path)[: -len(".log")]
+        if not base.startswith("instance-"):
+            continue
+        task_id, _, comp = base[len("instance-"):].partition("-")
+        if component is not None and comp != component:
+            continue
+        if task is not None and task_id != str(task):
+            continue
+        chosen.append(path)
+    return chosen

@@ -1,0 +1,173 @@
+"""Submitting a topology: validate -> pack -> write state -> schedule -> wait.
+
+Everything that can be refused is refused before anything is written or
+started. If the topology does not come up within ``squall.submit.timeout.secs``
+what was started is killed, the state removed, and the error names the
+process that failed with the tail of its log.
+"""
+from __future__ import annotations
+
+import getpass
+import json
+import logging
+import os
+import secrets
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Callable, Optional
+
+from squall.conf import Config
+from squall.errors import SquallError
+from squall.idl import schema
+from squall.logical import topology_config
+from squall.packing import pack, plan_to_json
+from squall.scheduler.base import Scheduler
+from squall.scheduler.local import LocalScheduler
+from squall.state import AlreadyExists, Kind, StateManager, squall_home
+
+log = logging.getLogger(__name__)
+
+
+class SubmitError(SquallError):
+    """The topology could not be submitted or did not come up."""
+
+
+@dataclass
+class Progress:
+    """What ``submit`` reports while it waits: instances registered so far."""
+
+    registered: int
+    total: int
+    elapsed: float
+
+
+def topology_home(name: str) -> str:
+    """``$SQUALL_HOME/topologies/<name>``: one folder per run inside."""
+    return os.path.join(squall_home(), "topologies", name)
+
+
+def new_run_dir(name: str) -> tuple[str, str]:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    run_id, n = stamp, 1
+    while os.path.exists(os.path.join(topology_home(name), run_id)):
+        n += 1
+        run_id = f"{stamp}-{n}"
+    return run_id, os.path.join(topology_home(name), run_id)
+
+
+def make_scheduler(cluster: str, state: StateManager) -> Scheduler:
+    if cluster == "local":
+        root = getattr(state, "root", None)
+        if root is None:
+            raise SubmitError("the local cluster needs the local state manager")
+        return LocalScheduler(root)
+    raise SubmitError(f"--cluster {cluster!r}: unknown cluster (available: local)")
+
+
+def submit(
+    topology: Any,
+    state: StateManager,
+    base: Config,
+    cluster: str = "local",
+    progress: Optional[Callable[[Progress], None]] = None,
+) -> schema.ExecutionState:
+    """Launch the logical plan ``topology`` and wait until every instance registered."""
+    name = topology.name
+    config = topology_config(topology, base)
+    scheduler = make_scheduler(cluster, state)
+    plan = pack(topology, base)  # refuses impossible requests before anything starts
+    try:
+        state.create(Kind.LOCK, name, str(os.getpid()).encode())
+    except AlreadyExists:
+        raise SubmitError(f"topology {name!r} is being submitted or killed by another command") from None
+    try:
+        if state.get(Kind.EXECUTION_STATE, name) is not None:
+            raise SubmitError(f"topology {name!r} is already running; kill it first (squall kill {name})")
+        execution = _write_run(topology, plan, state, cluster)
+        location = scheduler.on_schedule(execution, plan)
+        state.put(Kind.SCHEDULER, name, location)
+        try:
+            _wait_until_up(state, name, plan, config["squall.submit.timeout.secs"], progress)
+        except SubmitError:
+            scheduler.on_kill(execution, location)
+            state.delete_topology(name)
+            raise
+        return execution
+    finally:
+        state.delete(Kind.LOCK, name)
+
+
+def _write_run(topology: Any, plan: Any, state: StateManager, cluster: str) -> Any:
+    run_id, run_dir = new_run_dir(topology.name)
+    for sub in ("logs", "metrics"):
+        os.makedirs(os.path.join(run_dir, sub), exist_ok=True)
+    with open(os.path.join(run_dir, "packing_plan.json"), "w") as f:
+        json.dump(plan_to_json(topology.name, plan), f, indent=2)
+    execution = schema.ExecutionState(
+        topology_name=topology.name,
+        run_id=run_id,
+        run_dir=run_dir,
+        submit_time=time.time(),
+        submitter=getpass.getuser(),
+        status=schema.TopologyStatus.RUNNING,
+        secret=secrets.token_hex(16),
+        cluster=cluster,
+        python=sys.executable,
+    )
+    state.put(Kind.TOPOLOGY, topology.name, topology)
+    state.put(Kind.PACKING_PLAN, topology.name, plan)
+    state.put(Kind.EXECUTION_STATE, topology.name, execution)
+    return execution
+
+
+def registered_instances(state: StateManager, name: str, plan: Any) -> int:
+    """Instances of ``plan`` that the current physical plan lists."""
+    physical = state.get(Kind.PHYSICAL_PLAN, name)
+    if physical is None or physical.packing_plan_id != plan.id:
+        return 0
+    return len(physical.instances)
+
+
+def _wait_until_up(
+    state: StateManager, name: str, plan: Any, timeout: float, progress: Optional[Callable[[Progress], None]]
+) -> None:
+    total = sum(len(c.instances) for c in plan.containers)
+    start = time.monotonic()
+    while True:
+        registered = registered_instances(state, name, plan)
+        elapsed = time.monotonic() - start
+        if progress is not None:
+            progress(Progress(registered, total, elapsed))
+        if registered >= total:
+            return
+        if elapsed > timeout:
+            execution = state.get(Kind.EXECUTION_STATE, name)
+            raise SubmitError(
+                f"topology {name!r} did not come up in {timeout:g}s "
+                f"({registered} of {total} instances registered); {diagnose(execution.run_dir)}"
+            )
+        time.sleep(0.2)
+
+
+def diagnose(run_dir: str, tail_lines: int = 12) -> str:
+    """Name the process whose log shows a failure, with the tail of that log."""
+    logs_dir = os.path.join(run_dir, "logs")
+    candidates = []
+    for folder, _, files in sorted(os.walk(logs_dir)):
+        for file in sorted(files):
+            path = os.path.join(folder, file)
+            try:
+                with open(path, errors="replace") as f:
+                    text = f.read()
+            except OSError:
+                continue
+            if "Traceback" in text or "ERROR" in text:
+                candidates.append((path, text))
+    if not candidates:
+        return f"no process logged an error; see the logs in {logs_dir}"
+    path, text = candidates[0]
+    tail = "\n".join(text.rstrip().splitlines()[-tail_lines:])
+    process = os.path.relpath(path, logs_dir)
+    return f"{process} failed; the end of its log ({path}):\n{tail}"
