@@ -25,6 +25,7 @@ class Bins:
         self.cpu: list = []
         self.ram: list = []
         self.disk: list = []
+        self.next_id = 1
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -32,7 +33,8 @@ class Bins:
     def open(self, container_id: Optional[int] = None) -> int:
         """Add an empty container (next id unless given); returns its index."""
         if container_id is None:
-            container_id = (max(self.ids) + 1) if self.ids else 1
+            container_id = self.next_id
+        self.next_id = max(self.next_id, container_id + 1)
         self.ids.append(container_id)
         self.members.append([])
         self.cpu.append(0)
@@ -72,5 +74,11 @@ class Bins:
                 yield i
 
     def assignment(self) -> list:
-        """``[(container_id, [instances])]`` of the non-empty containers, by id."""
-        return sorted((cid, m) for cid, m in zip(self.ids, self.members) if m)
+        """``[(container_id, [instances], used)]`` of the non-empty containers, by id."""
+        out = [
+            (cid, m, Res(c, r, d))
+            for cid, m, c, r, d in zip(self.ids, self.members, self.cpu, self.ram, self.disk)
+            if m
+        ]
+        out.sort(key=lambda a: a[0])
+        return out

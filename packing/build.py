@@ -7,7 +7,6 @@ same plan byte for byte and a changed plan gets a new id.
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from typing import Any
 
 from squall.idl import schema
@@ -16,34 +15,37 @@ from squall.packing.resources import Res
 
 
 def build_plan(request: Request, assignment: list) -> Any:
-    """``assignment``: ``[(container_id, [(component, task_id, index), ...])]``."""
+    """``assignment``: ``[(container_id, [(component, task_id, index), ...], used)]``
+    where ``used`` is the sum of the instances' sizes (``Bins.assignment()``).
+
+    Equal Resources values share one struct: treat plans as values, never
+    mutate them in place."""
     sizes = request.sizes
     thrift_sizes = {name: size.to_thrift() for name, size in sizes.items()}
     containers = []
     digest = hashlib.sha1(f"{request.topology_name}|{request.algorithm}|{request.granularity}|".encode())
     for name in sorted(sizes):
         digest.update(f"{name}={sizes[name]};".encode())
-    for container_id, members in sorted(assignment, key=lambda a: a[0]):
+    ContainerPlan, InstancePlan, InstanceId = schema.ContainerPlan, schema.InstancePlan, schema.InstanceId
+    shared: dict = {}  # one Resources struct per distinct value
+
+    def thrift(res: Res) -> Any:
+        t = shared.get(res)
+        if t is None:
+            t = shared[res] = res.to_thrift()
+        return t
+
+    for container_id, members, used in sorted(assignment, key=lambda a: a[0]):
         members = sorted(members, key=lambda m: m[1])
-        used = Res()
-        for name, count in sorted(Counter(m[0] for m in members).items()):
-            used = used + sizes[name].times(count)
         padding = request.padding.of(used)
         resources = request.container_resources(used)
-        digest.update(f"#{container_id}:{resources}:{padding}:".encode())
-        digest.update(",".join(f"{m[0]}/{m[1]}/{m[2]}" for m in members).encode())
+        digest.update(f"#{container_id}:{resources!r}:{padding!r}:{members!r}".encode())
         containers.append(
-            schema.ContainerPlan(
+            ContainerPlan(
                 id=container_id,
-                instances=[
-                    schema.InstancePlan(
-                        id=schema.InstanceId(component=m[0], task_id=m[1], component_index=m[2]),
-                        resources=thrift_sizes[m[0]],
-                    )
-                    for m in members
-                ],
-                resources=resources.to_thrift(),
-                padding=padding.to_thrift(),
+                instances=[InstancePlan(InstanceId(m[0], m[1], m[2]), thrift_sizes[m[0]]) for m in members],
+                resources=thrift(resources),
+                padding=thrift(padding),
             )
         )
     return schema.PackingPlan(

@@ -31,18 +31,24 @@ def round_robin_fit(bins: Bins, groups: Sequence[tuple], cursor: int = 0) -> int
         return cursor
     least = smallest([g[0] for g in groups])
     closed = [not bins.fits(i, least) for i in range(len(bins))]
+    cpu, ram, disk, members, room = bins.cpu, bins.ram, bins.disk, bins.members, bins.room
+    least_cpu, least_ram, least_disk = room.cpu - least.cpu, room.ram - least.ram, room.disk - least.disk
     for size, instances in groups:
+        max_cpu, max_ram, max_disk = room.cpu - size.cpu, room.ram - size.ram, room.disk - size.disk
         n = len(bins)
         ring = deque(i for i in list(range(cursor, n)) + list(range(0, min(cursor, n))) if not closed[i])
         for instance in instances:
-            while ring and not bins.fits(ring[0], size):
+            while ring and (cpu[ring[0]] > max_cpu or ram[ring[0]] > max_ram or disk[ring[0]] > max_disk):
                 ring.popleft()
             if not ring:
                 ring.append(bins.open())
                 closed.append(False)
             i = ring[0]
-            bins.add(i, instance)
-            if not bins.fits(i, least):
+            members[i].append(instance)
+            cpu[i] += size.cpu
+            ram[i] += size.ram
+            disk[i] += size.disk
+            if cpu[i] > least_cpu or ram[i] > least_ram or disk[i] > least_disk:
                 closed[i] = True
             ring.rotate(-1)
         cursor = ring[0] if ring else 0
@@ -66,14 +72,23 @@ def first_fit(bins: Bins, groups: Sequence[tuple]) -> None:
             nxt[i], i = root, nxt[i]
         return root
 
+    cpu, ram, disk, members, room = bins.cpu, bins.ram, bins.disk, bins.members, bins.room
+    least_cpu, least_ram, least_disk = room.cpu - least.cpu, room.ram - least.ram, room.disk - least.disk
     for size, instances in groups:
+        # a container fits this size iff its usage is at most these limits
+        max_cpu, max_ram, max_disk = room.cpu - size.cpu, room.ram - size.ram, room.disk - size.disk
         p = find(0)
+        n = len(nxt)
         for instance in instances:
-            while p < len(nxt) and not bins.fits(p, size):
+            while p < n and (cpu[p] > max_cpu or ram[p] > max_ram or disk[p] > max_disk):
                 p = find(p + 1)
-            if p >= len(nxt):
+            if p >= n:
                 p = bins.open()
                 nxt.append(p)
-            bins.add(p, instance)
-            if not bins.fits(p, least):
+                n += 1
+            members[p].append(instance)
+            cpu[p] += size.cpu
+            ram[p] += size.ram
+            disk[p] += size.disk
+            if cpu[p] > least_cpu or ram[p] > least_ram or disk[p] > least_disk:
                 nxt[p] = p + 1

@@ -30,10 +30,19 @@ def check_plan(request: Request, plan: Any) -> None:
                            f"{request.algorithm}/{request.granularity}")
     sizes = {c.name: c.size for c in request.components}
     par = {c.name: c.parallelism for c in request.components}
-    thrift_sizes = {name: size.to_thrift() for name, size in sizes.items()}
+    expected = {name: (size.cpu / 1000, size.ram, size.disk) for name, size in sizes.items()}
     seen_indexes: dict = {name: set() for name in sizes}
     seen_tasks: set = set()
     seen_containers: set = set()
+    cache: dict = {}
+
+    def res_of(r: Any) -> Res:
+        key = (r.cpu, r.ram_mb, r.disk_mb)
+        res = cache.get(key)
+        if res is None:
+            res = cache[key] = Res.from_thrift(r)
+        return res
+
     for container in plan.containers:
         cid = container.id
         at = f"{where}: container {cid}"
@@ -44,30 +53,33 @@ def check_plan(request: Request, plan: Any) -> None:
         seen_containers.add(cid)
         if not container.instances:
             raise PackingError(f"{at}: holds no instances")
-        counts: dict = {}
+        used_cpu = used_ram = used_disk = 0
+        n_tasks = len(seen_tasks)
         for inst in container.instances:
-            name, task, index = inst.id.component, inst.id.task_id, inst.id.component_index
-            label = f"{at}: instance {name}[{index}] (task {task})"
-            if name not in sizes:
-                raise PackingError(f"{label}: the topology has no component {name!r}")
-            if not (0 <= index < par[name]):
-                raise PackingError(f"{label}: component index outside 0..{par[name] - 1} (parallelism {par[name]})")
-            if index in seen_indexes[name]:
-                raise PackingError(f"{label}: component index placed twice")
-            seen_indexes[name].add(index)
-            if not isinstance(task, int) or task < 1:
-                raise PackingError(f"{label}: task ids start at 1")
-            if task in seen_tasks:
-                raise PackingError(f"{label}: task id used twice")
+            iid, r = inst.id, inst.resources
+            name, task, index = iid.component, iid.task_id, iid.component_index
+            indexes = seen_indexes.get(name)
+            if (
+                indexes is None
+                or not (0 <= index < par[name])
+                or index in indexes
+                or (r.cpu, r.ram_mb, r.disk_mb) != expected[name]
+                or not isinstance(task, int)
+                or task < 1
+            ):
+                _instance_error(f"{at}: instance {name}[{index}] (task {task})", name, index, task, r,
+                                sizes, par, seen_indexes)
+            indexes.add(index)
             seen_tasks.add(task)
-            r = inst.resources
-            if r is not thrift_sizes[name] and r != thrift_sizes[name]:
-                raise PackingError(f"{label}: resources {Res.from_thrift(r)}, but component {name!r} asks for {sizes[name]}")
-            counts[name] = counts.get(name, 0) + 1
-        used = Res()
-        for name, n in counts.items():
-            used = used + sizes[name].times(n)
-        _check_container(request, at, used, Res.from_thrift(container.padding), Res.from_thrift(container.resources))
+            if len(seen_tasks) == n_tasks:
+                raise PackingError(f"{at}: instance {name}[{index}] (task {task}): task id used twice")
+            n_tasks += 1
+            size = sizes[name]
+            used_cpu += size.cpu
+            used_ram += size.ram
+            used_disk += size.disk
+        _check_container(request, at, Res(used_cpu, used_ram, used_disk), res_of(container.padding),
+                         res_of(container.resources))
     for name, indexes in seen_indexes.items():
         if len(indexes) != par[name]:
             missing = sorted(set(range(par[name])) - indexes)
@@ -75,6 +87,19 @@ def check_plan(request: Request, plan: Any) -> None:
                 f"{where}: component {name!r} has {len(indexes)} of {par[name]} instances placed "
                 f"(missing component indexes {missing[:10]})"
             )
+
+
+def _instance_error(label: str, name: str, index: int, task: Any, r: Any, sizes: dict, par: dict,
+                    seen_indexes: dict) -> None:
+    if name not in sizes:
+        raise PackingError(f"{label}: the topology has no component {name!r}")
+    if not (0 <= index < par[name]):
+        raise PackingError(f"{label}: component index outside 0..{par[name] - 1} (parallelism {par[name]})")
+    if index in seen_indexes[name]:
+        raise PackingError(f"{label}: component index placed twice")
+    if not isinstance(task, int) or task < 1:
+        raise PackingError(f"{label}: task ids start at 1")
+    raise PackingError(f"{label}: resources {Res.from_thrift(r)}, but component {name!r} asks for {sizes[name]}")
 
 
 def _check_container(request: Request, at: str, used: Res, padding: Res, resources: Res) -> None:
