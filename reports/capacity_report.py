@@ -1,0 +1,241 @@
+"""``squall report capacity``: metrics files in, a capacity-planning Report out."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from squall.errors import SquallError
+from squall.reports import capacity, charts, metrics, plans
+from squall.reports.capacity import Policy
+from squall.reports.inputs import (
+    ClusterView,
+    Targets,
+    find_metrics,
+    load_cluster_view,
+    load_packing_plan,
+    read_text,
+)
+from squall.reports.metrics import Thresholds
+from squall.reports.output import Report, Table
+from squall.reports.progress import SparkProgress
+
+
+@dataclass(frozen=True)
+class CapacityOptions:
+    metrics: str
+    topology: Optional[str] = None
+    run_id: Optional[str] = None
+    targets: Targets = field(default_factory=Targets)
+    policy: Policy = field(default_factory=Policy)
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    topology_file: Optional[str] = None
+    packing_plan: Optional[str] = None
+    cluster_view: Optional[str] = None
+    config_path: Optional[str] = None
+    skip_malformed: bool = False
+    charts: bool = True
+
+
+def capacity_report(options: CapacityOptions, spark: Any, progress: Optional[SparkProgress] = None) -> Report:
+    """Run the capacity job on ``spark`` and build the report (nothing is written)."""
+    from squall.conf import base_config
+
+    progress = progress or SparkProgress(spark, enabled=False)
+    base = base_config(options.config_path)
+    view = load_cluster_view(options.cluster_view) if options.cluster_view else None
+    logical = _load_topology(options.topology_file)
+    source = find_metrics(options.metrics)
+
+    progress.step("reading and validating metrics")
+    flat = metrics.read_metrics(spark, source)
+    try:
+        validation = metrics.validate(flat)
+        _check_malformed(validation, options)
+        run = metrics.choose_run(validation, options.topology or (logical.name if logical else None),
+                                 options.run_id, options.metrics)
+        spouts = [c.name for c in logical.components if c.kind == 1] if logical else None
+        progress.step(f"aggregating {run['rows']:,} rows of {run['topology']}")
+        agg = metrics.aggregate(flat, run, options.thresholds, spouts)
+    finally:
+        flat.unpersist()
+
+    groupings = _groupings(logical) if logical else {}
+    components = capacity.component_table(agg)
+    instances = capacity.instance_table(agg)
+    recs = capacity.recommendations(agg, components, options.targets, options.policy, groupings)
+
+    progress.step("packing the recommendation under every policy")
+    plan = _observed_plan(spark, options, source, run)
+    yarn = plans.Yarn.from_config(base)
+    current = plans.plan_cost(plan, yarn) if plan else None
+    policy_rows, headroom = [], []
+    if plan is not None or logical is not None:
+        topology = logical.plan if logical else plans.topology_from_plan(plan, agg.kinds)
+        policy_rows = _evaluate(topology, recs, base, view, run["topology"])
+        best = next((p for p in policy_rows if p.get("cheapest")), None)
+        if view is not None and best is not None:
+            headroom = [plans.queue_headroom(view, current, best)]
+    tables = [
+        Table("components", "Components", components, note=_COMPONENT_NOTE),
+        Table("recommendations", "Recommendations", recs, note=_recommendation_note(options.policy)),
+        Table("plans", "Recommended plan under every packing algorithm × granularity",
+              [{k: v for k, v in p.items() if k != "shapes"} for p in policy_rows],
+              note="Cheapest: feasible (and fitting the cluster view, when given), then least YARN memory, "
+                   "vcores, containers. YARN memory is each container's memory rounded up to "
+                   f"squall.yarn.min.allocation.mb ({yarn.min_allocation_mb} MiB); vcores are whole cores."),
+        Table("instances", "Instances", instances),
+        Table("malformed", "Malformed metrics rows", validation.reasons,
+              note=f"{validation.malformed:,} of {validation.lines:,} rows read were malformed and left out."),
+    ]
+    if current is not None:
+        tables.insert(3, Table("current_plan", "Observed packing plan",
+                               [{k: v for k, v in current.items() if k != "shapes"}]))
+    if headroom:
+        tables.insert(3, Table("cluster", f"Queue headroom ({view.queue_name})", headroom,
+                               note="free = queue capacity - used; after = free - (cheapest recommended plan "
+                                    "- observed plan), in YARN shapes."))
+    facts = [
+        ("topology", agg.topology), ("run", agg.run_id), ("metrics", options.metrics),
+        ("rows (valid, this run)", agg.rows), ("malformed rows", validation.malformed),
+        ("bucket", f"{agg.interval_secs:g} s"),
+        ("span", f"{agg.last_ts - agg.first_ts + agg.interval_secs:,.0f} s"),
+        ("headroom", f"{100 * options.policy.headroom:g} %"), ("margin", f"{100 * options.policy.margin:g} %"),
+        ("target", _target_text(options.targets)),
+    ]
+    report = Report(
+        kind="capacity",
+        title=f"Capacity report: {agg.topology} ({agg.run_id})",
+        facts=facts,
+        tables=tables,
+        charts=[],
+        summary=capacity.summary_lines(agg, components, recs, policy_rows),
+        data={"parameters": {"headroom": options.policy.headroom, "margin": options.policy.margin,
+                             "skew_threshold": options.policy.skew_threshold,
+                             "saturation_cpu_percent": options.thresholds.saturation_cpu_percent,
+                             "saturation_queue": options.thresholds.saturation_queue},
+              "series": agg.series},
+    )
+    if validation.malformed:
+        report.summary.append(f"  {validation.malformed:,} malformed rows left out (see the malformed table)")
+    if options.charts:
+        progress.step("drawing charts")
+        report.charts = _charts(agg, components, instances, policy_rows)
+    return report
+
+
+_COMPONENT_NOTE = (
+    "throughput_*: the component's tuples/s summed over its tasks per bucket (bolts: executed, spouts: "
+    "emitted); instance_rate_*: one task's tuples/s per bucket. cpu in cores (100 % of one core = 1), "
+    "ram is resident memory. provisioning % = 100 × (requested − p95 used) / requested: positive is "
+    "over-provisioned. skew = hottest task's mean rate / mean task rate."
+)
+
+
+def _recommendation_note(policy: Policy) -> str:
+    return (
+        f"parallelism = ceil(target × (1 + headroom) / capacity per instance), headroom {policy.headroom:g}; "
+        "capacity per instance = median rate of saturated buckets (cpu or queue at the threshold), else rate "
+        f"extrapolated to one core. cpu = p95 × (1 + margin {policy.margin:g}) rounded up to "
+        f"{policy.cpu_step:g} cores, at most one core unless more was observed; ram = p95 × (1 + margin) "
+        f"rounded up to {policy.ram_step_mb} MiB."
+    )
+
+
+def _target_text(targets: Targets) -> str:
+    parts = []
+    if targets.topology_rate is not None:
+        parts.append(f"{targets.topology_rate:,.0f} tuples/s into the topology")
+    parts += [f"{c}: {r:,.0f} tuples/s" for c, r in targets.components]
+    return "; ".join(parts) or "observed peak"
+
+
+def _check_malformed(validation: metrics.Validation, options: CapacityOptions) -> None:
+    if not validation.malformed or options.skip_malformed:
+        return
+    first = validation.reasons[0]
+    where = os.path.basename(first["example_file"] or "?")
+    raise SquallError(
+        f"{validation.malformed:,} of {validation.lines:,} metrics rows are malformed "
+        f"(first reason: {first['reason']}, {first['rows']:,} rows, e.g. in {where}); "
+        "pass --skip-malformed to report without them"
+    )
+
+
+def _load_topology(path: Optional[str]) -> Any:
+    if not path:
+        return None
+    from squall.loader import load_topology_file
+
+    return load_topology_file(path)
+
+
+def _groupings(topology: Any) -> dict:
+    from squall.logical import grouping_name
+
+    out = {}
+    for c in topology.plan.components:
+        fields = [f"{grouping_name(i.grouping).lower()}({','.join(i.fields)})" for i in c.inputs
+                  if grouping_name(i.grouping) in ("FIELDS", "PARTIAL_KEY")]
+        if fields:
+            out[c.name] = "grouping " + ", ".join(fields)
+    return out
+
+
+def _observed_plan(spark: Any, options: CapacityOptions, source: Any, run: dict) -> Optional[dict]:
+    if options.packing_plan:
+        text = read_text(spark, options.packing_plan)
+        if text is None:
+            raise SquallError(f"packing plan {options.packing_plan} does not exist")
+        return load_packing_plan(text, options.packing_plan)
+    candidates = [c for c in source.plan_candidates if f"/{run['run_id']}/" in c.replace(os.sep, "/")]
+    candidates = candidates or (list(source.plan_candidates) if len(source.plan_candidates) == 1 else [])
+    for candidate in candidates:
+        text = read_text(spark, candidate)
+        if text is not None:
+            return load_packing_plan(text, candidate)
+    return None
+
+
+def _evaluate(topology: Any, recs: list, base: Any, view: Optional[ClusterView], name: str) -> list:
+    from squall.idl import encode
+
+    recommended = plans.with_recommendation(topology, recs)
+    data = encode(recommended)
+    layer = {k: base[k] for k in base if k.startswith(("squall.", "topology."))}
+    view_json = json.dumps(_view_dict(view)) if view is not None else None
+    rows = [plans.evaluate_policy((name, data, a, g, layer, view_json)) for a, g in plans.POLICIES]
+    return plans.rank(rows)
+
+
+def _view_dict(view: ClusterView) -> dict:
+    def cap(c: Any) -> dict:
+        return {"vcores": c.vcores, "memory_mb": c.memory_mb}
+
+    return {
+        "queue": {"name": view.queue_name, "capacity": cap(view.queue_capacity), "used": cap(view.queue_used)},
+        "nodes": [{"host": n.host, "capacity": cap(n.capacity), "used": cap(n.used)} for n in view.nodes],
+    }
+
+
+def _charts(agg: Any, components: list, instances: list, policy_rows: list) -> list:
+    out = [
+        charts.over_time(agg.series, agg.kinds, "rate", "Throughput over time per component",
+                         "throughput (tuples/s)"),
+        charts.over_time(agg.series, agg.kinds, "cpu_cores", "CPU over time per component (all tasks)",
+                         "cpu (cores)"),
+        charts.requested_vs_used(components),
+        charts.task_rates(instances),
+    ]
+    feasible = [p for p in policy_rows if "yarn_memory_mb" in p]
+    if feasible:
+        rows = sorted(feasible, key=lambda p: (plans.ALGORITHMS.index(p["algorithm"]), p["granularity"]))
+        for r in rows:
+            r["yarn_memory_gib"] = r["yarn_memory_mb"] / 1024.0
+        out.append(charts.policy_bars(
+            rows, "Recommended plan by packing policy",
+            [("containers", "Containers", "containers"), ("yarn_vcores", "YARN vcores", "vcores"),
+             ("yarn_memory_gib", "YARN memory", "memory (GiB)")],
+        ))
+    return out

@@ -1,0 +1,262 @@
+"""The Spark side of the capacity report: read, validate and aggregate metrics rows.
+
+Everything here returns small plain-Python results (lists of dicts); the
+analysis in ``capacity`` never touches Spark.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+from squall.errors import SquallError
+from squall.reports.inputs import MetricsSource
+from squall.reports.schema import CORRUPT, FIELD_NAMES, reason_column, spark_schema
+
+PLOT_POINTS = 200  # time-series points per component kept for the charts
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When a bucket counts as saturated, and below what CPU extrapolation is not trusted."""
+
+    saturation_cpu_percent: float = 90.0
+    saturation_queue: int = 100
+    min_cpu_percent: float = 5.0
+
+
+@dataclass
+class Validation:
+    """What validation found in all the files read."""
+
+    lines: int
+    malformed: int
+    reasons: list  # {"reason", "rows", "example_file", "example_line"}
+    runs: list  # {"topology", "run_id", "rows", "first_ts", "last_ts"}
+
+
+@dataclass
+class Aggregates:
+    """The aggregated metrics of one topology run."""
+
+    topology: str
+    run_id: str
+    rows: int
+    first_ts: float
+    last_ts: float
+    interval_secs: float
+    kinds: dict  # component -> "spout" | "bolt" | "daemon"
+    instances: list = field(default_factory=list)
+    components: list = field(default_factory=list)
+    series: list = field(default_factory=list)
+
+
+def read_metrics(spark: Any, source: MetricsSource) -> Any:
+    """Parse every non-blank line; keep each row's malformation reason (null = valid).
+
+    The result is persisted: validation and every aggregation reuse one parse.
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    reader = spark.read
+    if source.is_uri:
+        reader = reader.option("recursiveFileLookup", "true").option("pathGlobFilter", "*.jsonl")
+    try:
+        raw = reader.text(list(source.paths))
+    except Exception as e:  # AnalysisException for a path Spark cannot list
+        raise SquallError(f"cannot read metrics {', '.join(source.paths)}: {str(e).splitlines()[0]}") from e
+    raw = raw.where(F.trim(F.col("value")) != "").withColumn("_file", F.input_file_name())
+    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
+    parsed = raw.select(
+        "_file",
+        "value",
+        F.from_json("value", spark_schema(), options).alias("p"),
+        F.json_object_keys("value").alias("k"),
+    )
+    parsed = parsed.withColumn("reason", reason_column("p", "k"))
+    columns = [F.col(f"p.{n}").alias(n) for n in FIELD_NAMES if n != "user"]
+    flat = parsed.select(
+        "reason",
+        F.when(F.col("reason").isNotNull(), F.col("_file")).alias("_file"),
+        F.when(F.col("reason").isNotNull(), F.substring("value", 1, 200)).alias("_line"),
+        *columns,
+    )
+    return flat.persist(StorageLevel.MEMORY_AND_DISK)
+
+
+def validate(flat: Any) -> Validation:
+    """Count rows by malformation reason and list the (topology, run) pairs found."""
+    from pyspark.sql import functions as F
+
+    groups = (
+        flat.groupBy("reason", "topology", "run_id")
+        .agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.min("ts").alias("first_ts"),
+            F.max("ts").alias("last_ts"),
+            F.first("_file", ignorenulls=True).alias("example_file"),
+            F.first("_line", ignorenulls=True).alias("example_line"),
+        )
+        .collect()
+    )
+    lines = sum(g["rows"] for g in groups)
+    reasons: dict = {}
+    runs = []
+    for g in groups:
+        if g["reason"] is None:
+            runs.append(
+                {"topology": g["topology"], "run_id": g["run_id"], "rows": g["rows"],
+                 "first_ts": g["first_ts"], "last_ts": g["last_ts"]}
+            )
+            continue
+        entry = reasons.setdefault(
+            g["reason"], {"reason": g["reason"], "rows": 0, "example_file": g["example_file"],
+                          "example_line": g["example_line"]}
+        )
+        entry["rows"] += g["rows"]
+    malformed = sum(r["rows"] for r in reasons.values())
+    ordered = sorted(reasons.values(), key=lambda r: (-r["rows"], r["reason"]))
+    runs.sort(key=lambda r: (r["topology"], r["run_id"]))
+    return Validation(lines=lines, malformed=malformed, reasons=ordered, runs=runs)
+
+
+def choose_run(validation: Validation, topology: Optional[str], run_id: Optional[str], where: str) -> dict:
+    """The (topology, run) to report on: the one asked for, or the only/latest one."""
+    if not validation.runs:
+        raise SquallError(f"no valid metrics rows in {where} ({validation.malformed} malformed)")
+    names = sorted({r["topology"] for r in validation.runs})
+    if topology is None:
+        if len(names) > 1:
+            raise SquallError(f"metrics in {where} are for {len(names)} topologies ({', '.join(names)}): "
+                              "choose one with --topology")
+        topology = names[0]
+    runs = [r for r in validation.runs if r["topology"] == topology]
+    if not runs:
+        raise SquallError(f"no metrics for topology {topology!r} in {where} (found: {', '.join(names)})")
+    if run_id is not None:
+        runs = [r for r in runs if r["run_id"] == run_id]
+        if not runs:
+            raise SquallError(f"no metrics for run {run_id!r} of topology {topology!r} in {where}")
+    return max(runs, key=lambda r: r["run_id"])
+
+
+def aggregate(flat: Any, run: dict, thresholds: Thresholds, spouts_hint: Optional[Sequence[str]] = None) -> Aggregates:
+    """Per instance, per component and over time, for one run. Three small collects."""
+    from pyspark.sql import functions as F
+
+    rows = flat.where(
+        F.col("reason").isNull() & (F.col("topology") == run["topology"]) & (F.col("run_id") == run["run_id"])
+    )
+    kinds = _kinds(rows, spouts_hint)
+    spouts = [c for c, k in kinds.items() if k == "spout"]
+    interval = rows.agg(F.expr("percentile_approx(interval_secs, 0.5)")).first()[0]
+    t0 = run["first_ts"] - interval
+
+    count = F.when(F.col("component").isin(*spouts), F.col("emit_count")).otherwise(F.col("execute_count"))
+    saturated = (F.col("cpu_percent") >= thresholds.saturation_cpu_percent) | (
+        F.col("queue_depth") >= thresholds.saturation_queue
+    )
+    cpu_ok = (F.col("cpu_percent") >= thresholds.min_cpu_percent) & ~saturated
+    rows = rows.select(
+        "*",
+        count.alias("tuples"),
+        (count / F.col("interval_secs")).alias("rate"),
+        saturated.alias("saturated"),
+        F.when(saturated, count / F.col("interval_secs")).alias("sat_rate"),
+        F.when(cpu_ok, count / F.col("interval_secs") * 100.0 / F.col("cpu_percent")).alias("cpu_rate"),
+        F.round((F.col("ts") - F.lit(t0)) / F.col("interval_secs")).cast("long").alias("bucket"),
+    )
+
+    def stats(*keys: str) -> list:
+        return (
+            rows.groupBy(*keys)
+            .agg(
+                F.count(F.lit(1)).alias("rows"),
+                F.first("host").alias("host"),
+                F.sum("tuples").alias("tuples"),
+                F.sum("interval_secs").alias("seconds"),
+                F.expr("percentile_approx(rate, array(0.5, 0.95))").alias("rate_q"),
+                F.max("rate").alias("rate_max"),
+                F.avg("execute_latency_ms").alias("latency_mean_ms"),
+                F.expr("percentile_approx(execute_latency_ms, 0.95)").alias("latency_p95_ms"),
+                F.expr("percentile_approx(cpu_percent, array(0.5, 0.95))").alias("cpu_q"),
+                F.max("cpu_percent").alias("cpu_max"),
+                F.expr("percentile_approx(rss_mb, array(0.5, 0.95))").alias("rss_q"),
+                F.max("rss_mb").alias("rss_max"),
+                F.max("cpu_requested").alias("cpu_requested"),
+                F.max("ram_requested_mb").alias("ram_requested_mb"),
+                F.sum("backpressure_ms").alias("backpressure_ms"),
+                F.sum(F.col("saturated").cast("long")).alias("saturated_rows"),
+                F.expr("percentile_approx(sat_rate, 0.5)").alias("sat_rate_p50"),
+                F.expr("percentile_approx(cpu_rate, 0.5)").alias("cpu_rate_p50"),
+                F.sum("fail_count").alias("fails"),
+                F.countDistinct("task_id").alias("tasks"),
+            )
+            .collect()
+        )
+
+    instances = [_flatten(r) for r in stats("process", "component", "container", "task_id")]
+    components = {r["component"]: _flatten(r) for r in stats("component")}
+
+    per_bucket = rows.groupBy("component", "bucket").agg(
+        (F.sum("tuples") / F.max("interval_secs")).alias("rate"),
+        (F.sum("cpu_percent") / 100.0).alias("cpu_cores"),
+        F.sum("rss_mb").alias("rss_mb"),
+    )
+    totals = per_bucket.groupBy("component").agg(
+        F.expr("percentile_approx(rate, array(0.5, 0.95))").alias("q"),
+        F.max("rate").alias("max"),
+        F.avg("rate").alias("mean"),
+        F.count(F.lit(1)).alias("buckets"),
+    ).collect()
+    for t in totals:
+        c = components[t["component"]]
+        c["throughput_p50"], c["throughput_p95"] = t["q"]
+        c["throughput_max"], c["throughput_mean"], c["buckets"] = t["max"], t["mean"], t["buckets"]
+
+    span = max(1, int(round((run["last_ts"] - t0) / interval)))
+    width = max(1, -(-span // PLOT_POINTS))
+    series = (
+        per_bucket.groupBy("component", (F.col("bucket") / width).cast("long").alias("bin"))
+        .agg(F.avg("rate").alias("rate"), F.avg("cpu_cores").alias("cpu_cores"), F.avg("rss_mb").alias("rss_mb"))
+        .orderBy("component", "bin")
+        .collect()
+    )
+    points = [
+        {"component": s["component"], "t_secs": (s["bin"] * width + width / 2.0) * interval,
+         "rate": s["rate"], "cpu_cores": s["cpu_cores"], "rss_mb": s["rss_mb"]}
+        for s in series
+    ]
+    return Aggregates(
+        topology=run["topology"], run_id=run["run_id"], rows=run["rows"], first_ts=run["first_ts"],
+        last_ts=run["last_ts"], interval_secs=interval, kinds=kinds, instances=instances,
+        components=list(components.values()), series=points,
+    )
+
+
+def _kinds(rows: Any, spouts_hint: Optional[Sequence[str]]) -> dict:
+    """spout / bolt / daemon per component. Without a topology file, a component
+    whose rows never carry a process latency is a spout (it receives no tuples)."""
+    from pyspark.sql import functions as F
+
+    found = rows.groupBy("component", "process").agg(
+        F.max(F.col("process_latency_ms").isNotNull().cast("int")).alias("has_process_latency")
+    ).collect()
+    kinds = {}
+    for r in found:
+        if r["process"] != "instance":
+            kinds[r["component"]] = "daemon"
+        elif spouts_hint is not None:
+            kinds[r["component"]] = "spout" if r["component"] in spouts_hint else "bolt"
+        else:
+            kinds[r["component"]] = "bolt" if r["has_process_latency"] else "spout"
+    return kinds
+
+
+def _flatten(row: Any) -> dict:
+    d = row.asDict()
+    d["rate_p50"], d["rate_p95"] = d.pop("rate_q") or (None, None)
+    d["cpu_p50"], d["cpu_p95"] = d.pop("cpu_q") or (None, None)
+    d["rss_p50"], d["rss_p95"] = d.pop("rss_q") or (None, None)
+    d["rate_mean"] = d["tuples"] / d["seconds"] if d["seconds"] else 0.0
+    return d
