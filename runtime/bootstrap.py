@@ -1,0 +1,159 @@
+"""What every runtime process does first: parse its few flags, read its
+topology's state, resolve its configuration, set up logging.
+
+Every process gets the same five flags as its executor (``--topology
+--container --state-manager --state-root``) plus ``--role`` and, for an
+instance, ``--task``; ports of its container's daemons come from a small
+launch file the executor writes (``--launch``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import socket
+import sys
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from squall.errors import SquallError
+
+log = logging.getLogger(__name__)
+
+ROLES = ("executor", "tmaster", "stmgr", "metricsmgr", "instance")
+
+
+class RuntimeStartError(SquallError):
+    """A runtime process cannot start: its state is missing or inconsistent."""
+
+
+@dataclass(frozen=True)
+class ProcessArgs:
+    topology: str
+    container: int
+    state_manager: str
+    state_root: str
+    role: str = "executor"
+    task: Optional[int] = None
+    launch: Optional[str] = None
+
+    def argv(self) -> list:
+        """The flags that recreate these arguments (used by the executor for its children)."""
+        out = ["--topology", self.topology, "--container", str(self.container),
+               "--state-manager", self.state_manager, "--state-root", self.state_root,
+               "--role", self.role]
+        if self.task is not None:
+            out += ["--task", str(self.task)]
+        if self.launch is not None:
+            out += ["--launch", self.launch]
+        return out
+
+
+def parse_args(argv: Optional[list], prog: str) -> ProcessArgs:
+    p = argparse.ArgumentParser(prog=prog, description="A Squall runtime process.")
+    p.add_argument("--topology", required=True)
+    p.add_argument("--container", required=True, type=int)
+    p.add_argument("--state-manager", required=True, choices=["local", "zookeeper"])
+    p.add_argument("--state-root", required=True)
+    p.add_argument("--role", default="executor", choices=ROLES)
+    p.add_argument("--task", type=int)
+    p.add_argument("--launch")
+    a = p.parse_args(argv)
+    return ProcessArgs(a.topology, a.container, a.state_manager, a.state_root, a.role, a.task, a.launch)
+
+
+def setup_logging(role: str, container: int, task: Optional[int] = None) -> None:
+    who = f"{role}-{task}" if task is not None else role
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format=f"%(asctime)s %(levelname)s [c{container} {who} %(process)d] %(name)s: %(message)s",
+    )
+
+
+@dataclass
+class RuntimeEnv:
+    """One validated view of everything a process needs from the state manager."""
+
+    args: ProcessArgs
+    state: Any  # StateManager (started)
+    execution: Any  # ExecutionState
+    topology: Any  # Topology
+    packing: Any  # PackingPlan
+    config: Any  # squall.conf.Config, topology level
+    launch: dict
+
+    @property
+    def name(self) -> str:
+        return self.args.topology
+
+    @property
+    def secret(self) -> str:
+        return self.execution.secret
+
+    @property
+    def run_dir(self) -> str:
+        return self.execution.run_dir
+
+    @property
+    def bind_host(self) -> str:
+        return self.config["squall.runtime.bind.host"]
+
+    @property
+    def advertised_host(self) -> str:
+        host = self.bind_host
+        if host in ("", "0.0.0.0"):
+            return socket.gethostname()
+        return host
+
+    @property
+    def max_frame(self) -> int:
+        return int(self.config["squall.runtime.frame.max.mb"]) * 1024 * 1024
+
+    def container_plan(self, packing: Any = None) -> Any:
+        packing = packing or self.packing
+        for c in packing.containers:
+            if c.id == self.args.container:
+                return c
+        return None
+
+    def close(self) -> None:
+        self.state.close()
+
+
+def make_state(args: ProcessArgs) -> Any:
+    from squall.state import make_state_manager
+
+    state = make_state_manager({"squall.state.manager": args.state_manager,
+                                "squall.state.root": args.state_root})
+    state.start()
+    return state
+
+
+def load_env(args: ProcessArgs) -> RuntimeEnv:
+    from squall.logical import topology_config
+    from squall.state import Kind
+
+    state = make_state(args)
+    name = args.topology
+    execution = state.get(Kind.EXECUTION_STATE, name)
+    topology = state.get(Kind.TOPOLOGY, name)
+    packing = state.get(Kind.PACKING_PLAN, name)
+    missing = [k.value for k, v in ((Kind.EXECUTION_STATE, execution), (Kind.TOPOLOGY, topology),
+                                    (Kind.PACKING_PLAN, packing)) if v is None]
+    if missing:
+        state.close()
+        raise RuntimeStartError(
+            f"topology {name!r}: no {', '.join(missing)} record in the state manager "
+            f"({args.state_manager} {args.state_root}); was it submitted, or already killed?")
+    if topology.source_file:
+        directory = os.path.dirname(topology.source_file)
+        if directory not in sys.path:
+            sys.path.insert(0, directory)
+    config = topology_config(topology)
+    launch: dict = {}
+    if args.launch:
+        with open(args.launch) as f:
+            launch = json.load(f)
+    return RuntimeEnv(args, state, execution, topology, packing, config, launch)

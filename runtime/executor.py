@@ -1,0 +1,253 @@
+"""The executor: the first process of every container.
+
+``python -m squall.runtime.executor --topology T --container N
+--state-manager local --state-root R``
+
+Container 0 runs the topology master and a metrics manager; container N > 0
+runs a stream manager, a metrics manager and one process per instance of its
+ContainerPlan. The executor binds the daemons' listening sockets itself and
+hands them down (so a restarted stream manager keeps its port), restarts dead
+children with exponential backoff up to a cap, applies packing-plan changes
+as a diff (same task id: untouched process), forwards SIGTERM/SIGINT and
+exits leaving no child behind.
+
+``wanted_processes`` and ``diff`` are pure; ``Executor`` is the loop.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Optional
+
+from squall.runtime.bootstrap import ProcessArgs, RuntimeStartError, load_env, parse_args, setup_logging
+
+log = logging.getLogger("squall.runtime.executor")
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    """One child process as a value: equal specs are the same process."""
+
+    name: str
+    role: str
+    task: Optional[int] = None
+
+    @property
+    def log_file(self) -> str:
+        return f"{self.name}.log"
+
+
+def wanted_processes(container_id: int, container_plan: Any) -> dict:
+    """name -> ProcessSpec of everything container ``container_id`` should run."""
+    if container_id == 0:
+        specs = [ProcessSpec("metricsmgr", "metricsmgr"), ProcessSpec("tmaster", "tmaster")]
+    elif container_plan is None:
+        return {}
+    else:
+        specs = [ProcessSpec("metricsmgr", "metricsmgr"), ProcessSpec("stmgr", "stmgr")]
+        for i in sorted(container_plan.instances, key=lambda i: i.id.task_id):
+            specs.append(ProcessSpec(f"instance-{i.id.task_id}-{i.id.component}", "instance", i.id.task_id))
+    return {s.name: s for s in specs}
+
+
+def diff(current: dict, wanted: dict) -> tuple:
+    """(specs to start, names to stop): only the difference."""
+    start = [s for n, s in wanted.items() if current.get(n) != s]
+    stop = [n for n, s in current.items() if wanted.get(n) != s]
+    return start, stop
+
+
+@dataclass
+class RestartPolicy:
+    backoff: float
+    backoff_max: float
+    max_restarts: int
+    healthy_after: float = 60.0
+
+    def delay(self, quick_deaths: int) -> float:
+        return min(self.backoff * (2 ** max(quick_deaths - 1, 0)), self.backoff_max)
+
+
+class _Child:
+    def __init__(self, spec: ProcessSpec):
+        self.spec = spec
+        self.popen: Optional[subprocess.Popen] = None
+        self.started_at = 0.0
+        self.restarts = 0
+        self.quick_deaths = 0
+        self.next_start = 0.0
+        self.gave_up = False
+
+
+class Executor:
+    def __init__(self, env: Any):
+        self.env = env
+        self.args: ProcessArgs = env.args
+        self.container = env.args.container
+        cfg = env.config
+        self.policy = RestartPolicy(float(cfg["squall.executor.restart.backoff.secs"]),
+                                    float(cfg["squall.executor.restart.backoff.max.secs"]),
+                                    int(cfg["squall.executor.restart.max"]))
+        self.grace = float(cfg["squall.executor.kill.grace.secs"])
+        self.python = env.execution.python or sys.executable
+        self.log_dir = os.path.join(env.run_dir, "logs", f"container-{self.container}")
+        self.children: dict = {}
+        self.stopping = False
+        self.new_plan: Any = None
+        self.plan_changed = False
+        self.sockets: list = []
+        self.launch_file = os.path.join(self.log_dir, "launch.json")
+
+    # sockets handed to the daemons -------------------------------------------------
+    def bind(self) -> None:
+        from squall.runtime.protocol import listen_socket
+
+        os.makedirs(self.log_dir, exist_ok=True)
+        launch = {}
+        roles = ["metricsmgr"] + (["stmgr"] if self.container != 0 else [])
+        for role in roles:
+            sock = listen_socket(self.env.bind_host, 0)
+            self.sockets.append(sock)
+            launch[f"{role}_port"] = sock.getsockname()[1]
+            launch[f"{role}_fd"] = sock.fileno()
+        tmp = self.launch_file + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(launch, f)
+        os.replace(tmp, self.launch_file)
+        log.info("container %d: %s", self.container, {k: v for k, v in launch.items() if k.endswith("port")})
+
+    # children ---------------------------------------------------------------------------
+    def command(self, spec: ProcessSpec) -> list:
+        args = replace(self.args, role=spec.role, task=spec.task, launch=self.launch_file)
+        return [self.python, "-m", "squall.runtime.process", *args.argv()]
+
+    def start(self, child: _Child) -> None:
+        spec = child.spec
+        path = os.path.join(self.log_dir, spec.log_file)
+        with open(path, "ab") as logf:
+            child.popen = subprocess.Popen(self.command(spec), stdin=subprocess.DEVNULL, stdout=logf,
+                                           stderr=subprocess.STDOUT,
+                                           pass_fds=[s.fileno() for s in self.sockets], close_fds=True)
+        child.started_at = time.monotonic()
+        log.info("started %s (pid %d)%s", spec.name, child.popen.pid,
+                 f", restart {child.restarts}" if child.restarts else "")
+
+    def apply(self, wanted: dict) -> None:
+        current = {n: c.spec for n, c in self.children.items()}
+        start, stop = diff(current, wanted)
+        if stop:
+            log.info("stopping %s", stop)
+            self.terminate([self.children.pop(n) for n in stop])
+        for spec in start:
+            child = self.children[spec.name] = _Child(spec)
+            self.start(child)
+
+    def check_children(self) -> None:
+        now = time.monotonic()
+        for child in self.children.values():
+            p = child.popen
+            if p is not None and p.poll() is not None:
+                code = p.returncode
+                child.popen = None
+                if child.restarts >= self.policy.max_restarts:
+                    child.gave_up = True
+                    log.error("%s exited with %s; not restarting it (cap of %d restarts reached)",
+                              child.spec.name, code, self.policy.max_restarts)
+                    continue
+                lived = now - child.started_at
+                child.quick_deaths = 0 if lived > self.policy.healthy_after else child.quick_deaths + 1
+                delay = self.policy.delay(child.quick_deaths)
+                child.next_start = now + delay
+                log.warning("%s (pid %d) exited with %s after %.1fs; restarting in %.1fs (restart %d of at most %d)",
+                            child.spec.name, p.pid, code, lived, delay, child.restarts + 1, self.policy.max_restarts)
+            elif p is None and not child.gave_up and now >= child.next_start:
+                child.restarts += 1
+                self.start(child)
+
+    def terminate(self, children: list) -> None:
+        procs = [c.popen for c in children if c.popen is not None and c.popen.poll() is None]
+        for p in procs:
+            try:
+                p.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + self.grace
+        for p in procs:
+            try:
+                p.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                log.warning("pid %d ignored SIGTERM for %.1fs; killing it", p.pid, self.grace)
+                p.kill()
+                p.wait()
+        for c in children:
+            c.popen = None
+
+    # the loop -----------------------------------------------------------------------------
+    def on_plan(self, plan: Any) -> None:  # state watch thread
+        self.new_plan = plan
+        self.plan_changed = True
+
+    def run(self) -> int:
+        from squall.state import Kind
+
+        self.bind()
+        signal.signal(signal.SIGTERM, self._signal)
+        signal.signal(signal.SIGINT, self._signal)
+        cancel = self.env.state.watch(Kind.PACKING_PLAN, self.env.name, self.on_plan)
+        code = 0
+        try:
+            if self.container != 0 and self.env.container_plan() is None:
+                log.info("container %d is not in the packing plan; nothing to run", self.container)
+                return 0
+            self.apply(wanted_processes(self.container, self.env.container_plan()))
+            while not self.stopping:
+                time.sleep(0.1)
+                if self.plan_changed:
+                    self.plan_changed = False
+                    plan = self.new_plan
+                    if plan is None:
+                        log.info("packing plan removed; stopping")
+                        break
+                    cplan = self.env.container_plan(plan)
+                    if self.container != 0 and cplan is None:
+                        log.info("container %d left the packing plan %s; stopping", self.container, plan.id)
+                        break
+                    self.env.packing = plan
+                    self.apply(wanted_processes(self.container, cplan))
+                self.check_children()
+        finally:
+            cancel()
+            log.info("stopping %d processes", len(self.children))
+            self.terminate(list(self.children.values()))
+            for s in self.sockets:
+                s.close()
+        log.info("executor of container %d exits", self.container)
+        return code
+
+    def _signal(self, signum: int, frame: Any) -> None:
+        log.info("received signal %d; stopping", signum)
+        self.stopping = True
+
+
+def main(argv: Optional[list] = None) -> int:
+    args = parse_args(argv, "python -m squall.runtime.executor")
+    setup_logging("executor", args.container)
+    try:
+        env = load_env(args)
+    except RuntimeStartError as e:
+        log.error("%s", e)
+        return 2
+    try:
+        return Executor(env).run()
+    finally:
+        env.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

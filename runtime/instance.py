@@ -1,0 +1,397 @@
+"""The instance: one process per task, running one spout or bolt.
+
+``Instance`` is the state machine (plan in, tuples in, frames out) and can be
+driven without sockets: it writes finished frames to ``self.out`` and the I/O
+loop (``run``) sends them. The loop is single-threaded like Heron's Python
+instance: it polls the stream manager's connection between bursts of
+``next_tuple`` calls (spouts) or blocks on it (bolts), flushes batches every
+``squall.instance.flush.interval.ms`` and reports metrics every bucket.
+
+Delivery is at-most-once: a bolt's ``ack``/``fail`` only count; a spout's
+``ack``/``fail`` are never called (see docs/protocol.md).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import select
+import signal
+import socket
+import time
+from typing import Any, Optional
+
+import msgpack
+
+from squall.component import SYSTEM_COMPONENT, TICK_STREAM, Tuple
+from squall.idl import schema
+from squall.runtime.protocol import (CONTROL, DATA, DATA_HEADER_SIZE, BlockingConnection, ProtocolError,
+                                     control_frame, data_frame, decode_control)
+from squall.runtime.routing import RoutingError, build_routes
+
+log = logging.getLogger(__name__)
+
+OUT_FLUSH_BYTES = 256 * 1024
+SPOUT_BURST = 64
+
+
+class Instance:
+    """One task's state: its component, routes, batches and counters."""
+
+    def __init__(self, topology: Any, component_name: str, task_id: int, container: int,
+                 config: Any, batch_size: int = 1000, component_obj: Any = None):
+        from squall.logical import find_component
+
+        self.topology = topology
+        self.component_name = component_name
+        self.task_id = task_id
+        self.container = container
+        self.config = config
+        self.batch_size = batch_size
+        spec = find_component(topology, component_name)
+        self.is_spout = spec.kind == schema.ComponentKind.SPOUT
+        if component_obj is None:
+            from squall.importing import import_object
+
+            component_obj = import_object(spec.class_name)()
+        self.component = component_obj
+        self.fields_of = {(c.name, s.name): list(s.fields) for c in topology.components for s in c.outputs}
+        self.task_component: dict = {}
+        self.routes: dict = {}
+        self.context: Any = None
+        self.initialized = False
+        self.active = False
+        self.plan: Any = None
+        self.out = bytearray()
+        self.batches: dict = {}
+        self.counts: dict = {}
+        self._packb = msgpack.Packer(use_bin_type=True).pack
+        self.reset_metrics()
+
+    # metrics -----------------------------------------------------------------
+    def reset_metrics(self) -> None:
+        self.emit_count = 0
+        self.execute_count = 0
+        self.ack_count = 0
+        self.fail_count = 0
+        self.execute_time = 0.0
+        self.execute_calls = 0
+        self.process_time = 0.0
+        self.process_calls = 0
+        self.backpressure_time = 0.0
+
+    def metrics_row(self, now: float, interval: float, queue_depth: int = 0) -> Any:
+        user: dict = {}
+        if self.context is not None:
+            for name, (metric, _bucket) in self.context.metrics.items():
+                try:
+                    user[name] = metric.get_value_and_reset()
+                except Exception:
+                    log.exception("user metric %r failed", name)
+        try:
+            user_json = json.dumps(user, default=str)
+        except (TypeError, ValueError):
+            user_json = "{}"
+        row = schema.MetricsRow(
+            ts=now, interval_secs=interval, process="instance", component=self.component_name,
+            task_id=self.task_id, emit_count=self.emit_count, execute_count=self.execute_count,
+            ack_count=self.ack_count, fail_count=self.fail_count,
+            execute_latency_ms=(self.execute_time / self.execute_calls * 1000) if self.execute_calls else None,
+            process_latency_ms=(self.process_time / self.process_calls * 1000) if self.process_calls else None,
+            complete_latency_ms=None, queue_depth=queue_depth,
+            backpressure_ms=self.backpressure_time * 1000, user=user_json, pid=os.getpid(),
+            container=self.container,
+        )
+        self.reset_metrics()
+        return row
+
+    # plan ------------------------------------------------------------------------
+    def on_plan(self, pplan: Any) -> None:
+        from squall.component import TopologyContext
+        from squall.logical import component_config
+
+        component_tasks: dict = {c.name: [] for c in self.topology.components}
+        task_container = {}
+        for loc in pplan.instances:
+            component_tasks.setdefault(loc.id.component, []).append(loc.id.task_id)
+            task_container[loc.id.task_id] = loc.container
+            self.task_component[loc.id.task_id] = loc.id.component
+        if not self.initialized:
+            config = component_config(self.topology, self.component_name)
+            self.context = TopologyContext(self.topology.name, self.task_id, self.component_name,
+                                           component_tasks, config)
+        else:
+            self.context._component_tasks = {c: sorted(t) for c, t in component_tasks.items()}
+        self.routes = build_routes(self.topology, self.component_name, component_tasks, task_container,
+                                   self.container, self.context)
+        self.plan = pplan
+        active = pplan.status == schema.TopologyStatus.RUNNING
+        if not self.initialized:
+            self.component._collector = self
+            self.component.initialize(self.context.get_cluster_config(), self.context)
+            self.initialized = True
+            self.active = active
+            log.info("task %d (%s) initialized; %s", self.task_id, self.component_name,
+                     "active" if active else "deactivated")
+        elif active != self.active:
+            self.active = active
+            if self.is_spout:
+                if active:
+                    self.component.activate()
+                else:
+                    self.flush_all()
+                    self.component.deactivate()
+            log.info("task %d %s", self.task_id, "activated" if active else "deactivated")
+
+    # collector -------------------------------------------------------------------
+    def emit(self, values: Any, stream: str, tup_id: Any, anchors: Any, direct_task: Optional[int]) -> list:
+        route = self.routes.get(stream)
+        if route is None:
+            raise RoutingError(f"component {self.component_name!r} has no output stream {stream!r} "
+                               f"(declared: {sorted(self.routes)})")
+        if len(values) != len(route.fields):
+            raise RoutingError(f"stream {self.component_name}/{stream} has fields {route.fields}, "
+                               f"got {len(values)} values {list(values)!r}")
+        targets = route.targets(values, direct_task)
+        batches, counts = self.batches, self.counts
+        for t in targets:
+            runs = batches.get(t)
+            if runs is None:
+                batches[t] = [[stream, [values]]]
+                counts[t] = 1
+                if self.batch_size <= 1:
+                    self.flush(t)
+                continue
+            run = runs[-1]
+            if run[0] == stream:
+                run[1].append(values)
+            else:
+                runs.append([stream, [values]])
+            n = counts[t] + 1
+            counts[t] = n
+            if n >= self.batch_size:
+                self.flush(t)
+        self.emit_count += 1
+        return list(targets)
+
+    def ack(self, tup: Any) -> None:
+        self.ack_count += 1
+
+    def fail(self, tup: Any) -> None:
+        self.fail_count += 1
+
+    # batches ---------------------------------------------------------------------
+    def flush(self, dest: int) -> None:
+        runs = self.batches.pop(dest, None)
+        self.counts.pop(dest, None)
+        if runs:
+            self.out += data_frame(dest, self._packb([self.task_id, runs]))
+
+    def flush_all(self) -> None:
+        for dest in list(self.batches):
+            self.flush(dest)
+
+    # tuples in ----------------------------------------------------------------------
+    def on_data(self, frame_bytes: bytes, arrived: float) -> int:
+        """Run the bolt over one DATA frame; returns the tuples executed."""
+        src, runs = msgpack.unpackb(memoryview(frame_bytes)[DATA_HEADER_SIZE:], raw=False)
+        comp = self.task_component.get(src, "?")
+        process = self.component.process
+        clock = time.perf_counter
+        done = 0
+        t_start = clock()
+        for stream, vals in runs:
+            fields = self.fields_of.get((comp, stream), ())
+            for v in vals:
+                process(Tuple(None, comp, stream, src, v, fields))
+            done += len(vals)
+        t_end = clock()
+        self.execute_count += done
+        self.execute_calls += done
+        self.execute_time += t_end - t_start
+        # process latency: arrival of the batch to the end of each tuple, averaged
+        self.process_calls += done
+        self.process_time += done * ((t_end - t_start) / 2 + (t_start - arrived))
+        return done
+
+    def tick(self) -> None:
+        self.component.process_tick(Tuple(None, SYSTEM_COMPONENT, TICK_STREAM, -1, [], ()))
+
+    def spout_burst(self, calls: int = SPOUT_BURST) -> bool:
+        """Call next_tuple up to ``calls`` times; True if anything was emitted."""
+        before = self.emit_count
+        next_tuple = self.component.next_tuple
+        clock = time.perf_counter
+        t0 = clock()
+        n = 0
+        emitted = 0
+        for n in range(1, calls + 1):
+            e0 = self.emit_count
+            next_tuple()
+            if self.emit_count != e0:
+                emitted += 1
+            elif n > 1 and self.emit_count == before:
+                break
+        self.execute_time += clock() - t0
+        self.execute_calls += n
+        self.execute_count += emitted
+        return self.emit_count != before
+
+
+# ------------------------------------------------------------------------ I/O loop
+def local_host(env: Any) -> str:
+    """Where this container's own daemons are reached."""
+    return "127.0.0.1" if env.bind_host in ("", "0.0.0.0") else env.bind_host
+
+
+def _connect_stmgr(env: Any, task: int, component: str) -> BlockingConnection:
+    port = env.launch["stmgr_port"]
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return BlockingConnection.connect(local_host(env), port, env.secret, schema.Role.INSTANCE, env.args.container,
+                                              task_id=task, component=component, max_frame=env.max_frame)
+        except ProtocolError as e:
+            if time.monotonic() > deadline:
+                raise
+            log.info("stream manager not reachable yet (%s); retrying", e)
+            time.sleep(0.2)
+
+
+class _Metrics:
+    def __init__(self, env: Any, task: int, component: str):
+        self.env, self.task, self.component = env, task, component
+        self.conn: Optional[BlockingConnection] = None
+
+    def send(self, row: Any) -> None:
+        port = self.env.launch.get("metricsmgr_port")
+        if not port:
+            return
+        try:
+            if self.conn is None:
+                self.conn = BlockingConnection.connect(local_host(self.env), port, self.env.secret, schema.Role.INSTANCE,
+                                                       self.env.args.container, task_id=self.task,
+                                                       component=self.component, timeout=1.0)
+            self.conn.send(control_frame(metrics=[row]))
+        except (OSError, ProtocolError) as e:
+            log.warning("metrics manager unreachable (%s); this bucket's metrics are dropped", e)
+            if self.conn is not None:
+                self.conn.close()
+            self.conn = None
+
+
+def run(env: Any) -> int:
+    """The instance process: ``env.args.task`` in ``env.args.container``."""
+    task = env.args.task
+    cplan = env.container_plan()
+    mine = [i for i in (cplan.instances if cplan else []) if i.id.task_id == task]
+    if not mine:
+        log.error("task %s is not in container %d of the packing plan", task, env.args.container)
+        return 2
+    component = mine[0].id.component
+    inst = Instance(env.topology, component, task, env.args.container, env.config,
+                    batch_size=int(env.config["squall.instance.batch.size"]))
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
+    signal.signal(signal.SIGINT, lambda *a: stop.append(1))
+    conn = _connect_stmgr(env, task, component)
+    sock = conn.sock
+    reader = conn.reader
+    metrics = _Metrics(env, task, component)
+    flush_every = float(env.config["squall.instance.flush.interval.ms"]) / 1000
+    bucket = float(env.config["topology.builtin.metrics.bucket.size.secs"])
+    tick_freq = env.config["topology.tick.tuple.freq.secs"]
+    if inst.is_spout:
+        tick_freq = None
+    log.info("task %d (%s) connected to its stream manager", task, component)
+
+    now = time.monotonic()
+    next_flush = now + flush_every
+    next_metrics = now + bucket
+    next_tick = now + tick_freq if tick_freq else float("inf")
+    last_metrics_wall = time.time()
+    pending: list = []  # frames read, not yet handled
+    idle = False
+
+    def send_out() -> None:
+        if inst.out:
+            data = bytes(inst.out)
+            inst.out.clear()
+            t0 = time.perf_counter()
+            sock.sendall(data)
+            waited = time.perf_counter() - t0
+            if waited > 0.001:
+                inst.backpressure_time += waited
+
+    def handle(frames: list) -> None:
+        for i, f in enumerate(frames):
+            ftype = f[4]
+            if ftype == DATA:
+                if not inst.initialized:
+                    pending.append(f)
+                    continue
+                inst.on_data(f, time.perf_counter())
+            elif ftype == CONTROL:
+                msg = decode_control(f)
+                if msg.physical_plan is not None:
+                    inst.on_plan(msg.physical_plan)
+                    if pending:
+                        queued = pending[:]
+                        pending.clear()
+                        handle(queued)
+            else:
+                raise ProtocolError(f"unexpected frame type {ftype} from the stream manager")
+            if len(inst.out) >= OUT_FLUSH_BYTES:
+                send_out()
+
+    def read(timeout: float) -> None:
+        if timeout > 0:
+            r, _, _ = select.select([sock], [], [], timeout)
+            if not r:
+                return
+        try:
+            data = sock.recv(1 << 20, socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return
+        if not data:
+            raise ProtocolError("stream manager closed the connection")
+        handle(reader.feed(data))
+
+    try:
+        while not stop:
+            if inst.is_spout and inst.active and inst.initialized:
+                emitted = inst.spout_burst()
+                if len(inst.out) >= OUT_FLUSH_BYTES:
+                    send_out()
+                now = time.monotonic()
+                read(0.001 if not emitted else 0)
+            else:
+                now = time.monotonic()
+                read(max(0.0, min(next_flush, next_metrics, next_tick) - now))
+            now = time.monotonic()
+            if now >= next_flush:
+                inst.flush_all()
+                send_out()
+                next_flush = now + flush_every
+            if now >= next_tick and inst.initialized:
+                inst.tick()
+                next_tick = now + tick_freq
+            if now >= next_metrics:
+                wall = time.time()
+                metrics.send(inst.metrics_row(wall, wall - last_metrics_wall))
+                last_metrics_wall = wall
+                next_metrics = now + bucket
+        inst.flush_all()
+        send_out()
+    except ProtocolError as e:
+        log.error("task %d: %s; exiting so the executor restarts it", task, e)
+        return 1
+    finally:
+        if inst.initialized:
+            try:
+                inst.component.close()
+            except Exception:
+                log.exception("close() of task %d failed", task)
+        conn.close()
+    log.info("task %d stopped", task)
+    return 0

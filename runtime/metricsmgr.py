@@ -1,0 +1,205 @@
+"""The metrics manager: one per container.
+
+Its container's processes (instances, stream manager, topology master) send
+one ``MetricsRow`` per bucket; every bucket it completes each row with psutil
+figures for the reporting process (cpu %, rss, threads) and the resources the
+packing plan gave the instance, writes them as JSON Lines exactly as
+docs/metrics.md says to ``<run_dir>/metrics/container-<id>.jsonl``, and
+forwards them to the topology master for ``squall metrics``.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import socket
+import time
+from typing import Any, Optional
+
+import psutil
+
+from squall.idl import schema
+from squall.runtime.protocol import Connection, ProtocolError, control_frame, decode_control
+
+log = logging.getLogger(__name__)
+
+COLUMNS = ("ts", "interval_secs", "topology", "run_id", "container", "host", "process", "component", "task_id",
+           "emit_count", "execute_count", "ack_count", "fail_count", "execute_latency_ms",
+           "process_latency_ms", "complete_latency_ms", "queue_depth", "backpressure_ms", "cpu_percent",
+           "rss_mb", "threads", "cpu_requested", "ram_requested_mb", "user")
+
+
+class ProcessStats:
+    """psutil figures per pid; cpu % is measured between two calls."""
+
+    def __init__(self) -> None:
+        self.procs: dict = {}
+
+    def sample(self, pid: int) -> tuple:
+        p = self.procs.get(pid)
+        try:
+            if p is None:
+                p = self.procs[pid] = psutil.Process(pid)
+                p.cpu_percent(None)
+                cpu = 0.0
+            else:
+                cpu = p.cpu_percent(None)
+            with p.oneshot():
+                return cpu, p.memory_info().rss / (1024 * 1024), p.num_threads()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            self.procs.pop(pid, None)
+            return 0.0, 0.0, 0
+
+    def forget_dead(self, alive: set) -> None:
+        for pid in list(self.procs):
+            if pid not in alive:
+                del self.procs[pid]
+
+
+def row_dict(row: Any, topology: str, run_id: str, host: str, stats: tuple, resources: dict) -> dict:
+    """One line of the metrics file (docs/metrics.md) from a reported row."""
+    cpu, rss, threads = stats
+    req = resources.get(row.task_id) if row.task_id is not None else None
+    try:
+        user = json.loads(row.user) if row.user else {}
+    except ValueError:
+        user = {}
+    return {
+        "ts": row.ts, "interval_secs": row.interval_secs, "topology": topology, "run_id": run_id,
+        "container": row.container, "host": host, "process": row.process, "component": row.component,
+        "task_id": row.task_id, "emit_count": row.emit_count, "execute_count": row.execute_count,
+        "ack_count": row.ack_count, "fail_count": row.fail_count,
+        "execute_latency_ms": row.execute_latency_ms, "process_latency_ms": row.process_latency_ms,
+        "complete_latency_ms": row.complete_latency_ms, "queue_depth": row.queue_depth,
+        "backpressure_ms": row.backpressure_ms, "cpu_percent": cpu, "rss_mb": round(rss, 3),
+        "threads": threads, "cpu_requested": req[0] if req else None,
+        "ram_requested_mb": req[1] if req else None, "user": user,
+    }
+
+
+def own_row(container: int, now: float, interval: float) -> Any:
+    return schema.MetricsRow(ts=now, interval_secs=interval, process="metricsmgr", component="__metricsmgr",
+                             task_id=None, emit_count=0, execute_count=0, ack_count=0, fail_count=0,
+                             queue_depth=0, backpressure_ms=0.0, user="{}", pid=os.getpid(), container=container)
+
+
+class MetricsManager:
+    def __init__(self, env: Any):
+        self.env = env
+        self.container = env.args.container
+        self.pending: list = []
+        self.stats = ProcessStats()
+        self.host = socket.gethostname()
+        self.path = os.path.join(env.run_dir, "metrics", f"container-{self.container}.jsonl")
+        self.tmaster: Optional[Connection] = None
+        self.resources: dict = {}
+        self.set_packing(env.packing)
+        self.stopped = asyncio.Event()
+        self.loop: Optional[asyncio.AbstractEventLoop] = None
+
+    def set_packing(self, packing: Any) -> None:
+        if packing is None:
+            return
+        self.resources = {i.id.task_id: (i.resources.cpu, i.resources.ram_mb)
+                          for c in packing.containers for i in c.instances}
+
+    # connection handler ------------------------------------------------------------
+    def accept(self, conn: Connection, hello: Any) -> bool:
+        if hello.container != self.container:
+            log.warning("refusing metrics from container %d", hello.container)
+            return False
+        conn.tag = ("reporter", hello.pid)
+        return True
+
+    def ready(self, conn: Connection) -> None:
+        pass
+
+    def lost(self, conn: Connection) -> None:
+        if conn is self.tmaster:
+            self.tmaster = None
+
+    def frames(self, conn: Connection, frames: list) -> None:
+        if conn is self.tmaster:
+            return
+        for f in frames:
+            msg = decode_control(f)
+            if msg.metrics is None:
+                raise ProtocolError("expected metrics rows")
+            self.pending.extend(msg.metrics)
+
+    # buckets ---------------------------------------------------------------------
+    def flush(self, now: float, interval: float) -> list:
+        rows = self.pending + [own_row(self.container, now, interval)]
+        self.pending = []
+        lines = [row_dict(r, self.env.name, self.env.execution.run_id, self.host, self.stats.sample(r.pid),
+                          self.resources) for r in rows]
+        self.stats.forget_dead({r.pid for r in rows})
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        with open(self.path, "a") as f:
+            f.write("".join(json.dumps(line) + "\n" for line in lines))
+        return rows
+
+    async def connect_tmaster(self) -> None:
+        from squall.state import Kind
+
+        loc = self.env.state.get(Kind.TMASTER, self.env.name)
+        if loc is None:
+            return
+        try:
+            _, conn = await self.loop.create_connection(
+                lambda: Connection(self, self.env.name, self.env.secret, False, self.env.max_frame,
+                                   hello_args={"role": schema.Role.METRICSMGR, "container": self.container}),
+                loc.host, loc.control_port)
+            self.tmaster = conn
+        except OSError as e:
+            log.info("topology master not reachable (%s); metrics kept in the file only", e)
+
+    async def periodic(self, bucket: float) -> None:
+        last = time.time()
+        while not self.stopped.is_set():
+            try:
+                await asyncio.wait_for(self.stopped.wait(), bucket)
+            except asyncio.TimeoutError:
+                pass
+            now = time.time()
+            rows = self.flush(now, now - last)
+            last = now
+            if self.tmaster is None or self.tmaster.closed:
+                await self.connect_tmaster()
+            if self.tmaster is not None and self.tmaster.authenticated and not self.tmaster.closed:
+                self.tmaster.write(control_frame(metrics=rows))
+
+    async def serve(self) -> None:
+        from squall.state import Kind
+
+        self.loop = asyncio.get_running_loop()
+        listener = socket.socket(fileno=int(self.env.launch["metricsmgr_fd"]))
+        server = await self.loop.create_server(
+            lambda: Connection(self, self.env.name, self.env.secret, True, self.env.max_frame), sock=listener)
+        call = self.loop.call_soon_threadsafe
+        cancel = self.env.state.watch(Kind.PACKING_PLAN, self.env.name, lambda p: call(self.set_packing, p))
+        bucket = float(self.env.config["topology.builtin.metrics.bucket.size.secs"])
+        log.info("metrics manager of container %d writing %s every %.1fs", self.container, self.path, bucket)
+        try:
+            await self.periodic(bucket)
+        finally:
+            cancel()
+            server.close()
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+
+def run(env: Any) -> int:
+    mm = MetricsManager(env)
+    loop = asyncio.new_event_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, mm.stop)
+    try:
+        loop.run_until_complete(mm.serve())
+    finally:
+        loop.close()
+    log.info("metrics manager stopped")
+    return 0

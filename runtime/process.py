@@ -1,0 +1,59 @@
+"""Entry point of every runtime process the executor starts:
+
+``python -m squall.runtime.process --topology T --container N --state-manager local
+--state-root R --role stmgr|metricsmgr|tmaster|instance [--task T] --launch FILE``
+"""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from typing import Optional
+
+from squall.runtime.bootstrap import RuntimeStartError, load_env, parse_args, setup_logging
+
+log = logging.getLogger("squall.runtime.process")
+
+
+def _die_with_parent() -> None:
+    """Linux: get SIGTERM if the executor dies, so nothing outlives it."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the parent died before prctl
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def main(argv: Optional[list] = None) -> int:
+    args = parse_args(argv, "python -m squall.runtime.process")
+    setup_logging(args.role, args.container, args.task)
+    _die_with_parent()
+    try:
+        env = load_env(args)
+    except RuntimeStartError as e:
+        log.error("%s", e)
+        return 2
+    try:
+        if args.role == "tmaster":
+            from squall.runtime import tmaster as role
+        elif args.role == "stmgr":
+            from squall.runtime import stmgr as role
+        elif args.role == "metricsmgr":
+            from squall.runtime import metricsmgr as role
+        elif args.role == "instance":
+            from squall.runtime import instance as role
+        else:
+            log.error("role %r is not a child process role", args.role)
+            return 2
+        return role.run(env)
+    finally:
+        env.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,326 @@
+"""The wire protocol of the runtime processes (docs/protocol.md).
+
+Every message is a frame: a 4-byte big-endian length of what follows, a
+1-byte frame type, then the body. Bodies are Thrift structs of the IDL
+(CHALLENGE, HELLO, CONTROL) or, for DATA, a 4-byte destination task id
+followed by a msgpack batch that only the destination instance decodes.
+
+Every connection starts with the server's CHALLENGE (a random nonce) and the
+client's HELLO carrying HMAC-SHA256(secret, nonce). Nothing else is read
+before a valid HELLO; a malformed or unexpected frame closes the connection.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import logging
+import os
+import socket
+import struct
+from typing import Any, Callable, Optional
+
+from squall.errors import SquallError
+from squall.idl import DecodeError, decode, encode, schema
+
+log = logging.getLogger(__name__)
+
+CHALLENGE, HELLO, DATA, CONTROL = 1, 2, 3, 4
+FRAME_TYPES = {CHALLENGE: "CHALLENGE", HELLO: "HELLO", DATA: "DATA", CONTROL: "CONTROL"}
+
+HEADER = struct.Struct(">IB")  # length of (type + body), type
+DEST = struct.Struct(">I")
+HEADER_SIZE = HEADER.size  # 5
+DATA_HEADER_SIZE = HEADER_SIZE + DEST.size  # 9
+DEFAULT_MAX_FRAME = 64 * 1024 * 1024
+
+
+class ProtocolError(SquallError):
+    """A peer sent something that is not a valid frame at this point."""
+
+
+# --------------------------------------------------------------- encoding
+def frame(ftype: int, body: bytes) -> bytes:
+    return HEADER.pack(len(body) + 1, ftype) + body
+
+
+def data_frame(dest_task: int, payload: bytes) -> bytes:
+    """A DATA frame for ``dest_task`` around an already packed msgpack batch."""
+    return HEADER.pack(len(payload) + 5, DATA) + DEST.pack(dest_task) + payload
+
+
+def control_frame(**fields: Any) -> bytes:
+    """A CONTROL frame with one field of the ``Control`` struct set."""
+    return frame(CONTROL, encode(schema.Control(**fields)))
+
+
+def frame_dest(frame_bytes: Any) -> int:
+    """Destination task of a DATA frame (header only; the batch is not decoded)."""
+    return DEST.unpack_from(frame_bytes, HEADER_SIZE)[0]
+
+
+def decode_control(frame_bytes: bytes) -> Any:
+    try:
+        return decode(schema.Control, bytes(frame_bytes[HEADER_SIZE:]))
+    except DecodeError as e:
+        raise ProtocolError(f"malformed CONTROL frame: {e}") from e
+
+
+def proof(secret: str, nonce: bytes) -> bytes:
+    return hmac.new(secret.encode(), nonce, hashlib.sha256).digest()
+
+
+def make_challenge(topology: str) -> tuple[bytes, bytes]:
+    """``(nonce, CHALLENGE frame)``."""
+    nonce = os.urandom(32)
+    return nonce, frame(CHALLENGE, encode(schema.Challenge(topology_name=topology, nonce=nonce)))
+
+
+def make_hello(secret: str, challenge_frame: bytes, role: int, container: int,
+               task_id: Optional[int] = None, component: Optional[str] = None) -> bytes:
+    """The HELLO frame answering a CHALLENGE frame."""
+    if challenge_frame[4] != CHALLENGE:
+        raise ProtocolError(f"expected CHALLENGE, got frame type {challenge_frame[4]}")
+    try:
+        challenge = decode(schema.Challenge, bytes(challenge_frame[HEADER_SIZE:]))
+    except DecodeError as e:
+        raise ProtocolError(f"malformed CHALLENGE: {e}") from e
+    hello = schema.Hello(
+        topology_name=challenge.topology_name, role=role, proof=proof(secret, challenge.nonce),
+        container=container, pid=os.getpid(), task_id=task_id, component=component,
+    )
+    return frame(HELLO, encode(hello))
+
+
+def check_hello(frame_bytes: bytes, topology: str, secret: str, nonce: bytes) -> Any:
+    """The Hello of a HELLO frame if it proves the secret; ProtocolError otherwise."""
+    if frame_bytes[4] != HELLO:
+        raise ProtocolError(f"expected HELLO first, got frame type {frame_bytes[4]}")
+    try:
+        hello = decode(schema.Hello, bytes(frame_bytes[HEADER_SIZE:]))
+    except DecodeError as e:
+        raise ProtocolError(f"malformed HELLO: {e}") from e
+    if hello.topology_name != topology:
+        raise ProtocolError(f"HELLO for topology {hello.topology_name!r}, this is {topology!r}")
+    if not hmac.compare_digest(bytes(hello.proof), proof(secret, nonce)):
+        raise ProtocolError("HELLO with a wrong secret")
+    return hello
+
+
+# --------------------------------------------------------------- parsing
+class FrameReader:
+    """Incremental frame parser: feed bytes, get whole frames (header included)."""
+
+    __slots__ = ("buf", "max_frame")
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME):
+        self.buf = bytearray()
+        self.max_frame = max_frame
+
+    def feed(self, data: bytes) -> list:
+        buf = self.buf
+        buf += data
+        frames = []
+        pos, end = 0, len(buf)
+        unpack = HEADER.unpack_from
+        while end - pos >= HEADER_SIZE:
+            length, ftype = unpack(buf, pos)
+            if length < 1 or length > self.max_frame:
+                raise ProtocolError(f"frame length {length} out of range (max {self.max_frame})")
+            if ftype not in FRAME_TYPES:
+                raise ProtocolError(f"unknown frame type {ftype}")
+            stop = pos + 4 + length
+            if stop > end:
+                break
+            if ftype == DATA and length < 5:
+                raise ProtocolError("DATA frame without a destination")
+            frames.append(bytes(buf[pos:stop]))
+            pos = stop
+        if pos:
+            del buf[:pos]
+        return frames
+
+    @property
+    def pending(self) -> int:
+        return len(self.buf)
+
+
+# --------------------------------------------------------------- blocking client
+class BlockingConnection:
+    """A client connection for processes that run user code (instances, the CLI)."""
+
+    def __init__(self, sock: socket.socket, max_frame: int = DEFAULT_MAX_FRAME):
+        self.sock = sock
+        self.reader = FrameReader(max_frame)
+        self.frames: list = []
+
+    @classmethod
+    def connect(cls, host: str, port: int, secret: str, role: int, container: int,
+                task_id: Optional[int] = None, component: Optional[str] = None,
+                timeout: float = 5.0, max_frame: int = DEFAULT_MAX_FRAME) -> "BlockingConnection":
+        try:
+            sock = socket.create_connection((host, port), timeout=timeout)
+        except OSError as e:
+            raise ProtocolError(f"cannot connect to {host}:{port}: {e}") from e
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn = cls(sock, max_frame)
+        try:
+            challenge = conn.recv_frame(timeout)
+            sock.sendall(make_hello(secret, challenge, role, container, task_id, component))
+        except BaseException:
+            sock.close()
+            raise
+        sock.settimeout(None)
+        return conn
+
+    def recv_frame(self, timeout: Optional[float] = None) -> bytes:
+        """The next frame; ProtocolError on timeout or a closed connection."""
+        self.sock.settimeout(timeout)
+        while not self.frames:
+            try:
+                data = self.sock.recv(1 << 20)
+            except socket.timeout as e:
+                raise ProtocolError("timed out waiting for a frame") from e
+            except OSError as e:
+                raise ProtocolError(f"connection failed: {e}") from e
+            if not data:
+                raise ProtocolError("connection closed by peer")
+            self.frames.extend(self.reader.feed(data))
+        return self.frames.pop(0)
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+# --------------------------------------------------------------- asyncio
+class Connection(asyncio.Protocol):
+    """One authenticated connection of an asyncio process (stmgr, tmaster, metricsmgr).
+
+    ``handler`` gets ``accept(conn, hello) -> bool`` (server side),
+    ``ready(conn)``, ``frames(conn, list_of_frames)`` and ``lost(conn)``.
+    Server side: sends the CHALLENGE, reads only a valid HELLO first.
+    Client side: answers the CHALLENGE with a HELLO, then is ready.
+    """
+
+    def __init__(self, handler: Any, topology: str, secret: str, server: bool,
+                 max_frame: int = DEFAULT_MAX_FRAME, hello_args: Optional[dict] = None,
+                 name: str = "?"):
+        self.handler = handler
+        self.topology = topology
+        self.secret = secret
+        self.server = server
+        self.reader = FrameReader(max_frame)
+        self.hello_args = hello_args or {}
+        self.name = name
+        self.transport: Optional[asyncio.Transport] = None
+        self.authenticated = False
+        self.hello: Any = None
+        self.nonce = b""
+        self.closed = False
+        self.paused = False  # reading paused (backpressure)
+        self.tag: Any = None  # what the handler knows the peer as
+        self.lost_reported = False
+
+    # asyncio.Protocol -----------------------------------------------------
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        peer = transport.get_extra_info("peername")
+        if self.server:
+            self.name = f"{peer[0]}:{peer[1]}" if peer else "?"
+            self.nonce, challenge = make_challenge(self.topology)
+            transport.write(challenge)
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        try:
+            frames = self.reader.feed(data)
+            if not self.authenticated and frames:
+                first = frames.pop(0)
+                if self.server:
+                    self.hello = check_hello(first, self.topology, self.secret, self.nonce)
+                    if not self.handler.accept(self, self.hello):
+                        self.abort("refused")
+                        return
+                else:
+                    self.transport.write(make_hello(self.secret, first, **self.hello_args))
+                self.authenticated = True
+                self.handler.ready(self)
+            if frames and self.authenticated:
+                self.handler.frames(self, frames)
+        except ProtocolError as e:
+            self.abort(str(e))
+
+    def connection_lost(self, exc: Optional[Exception]) -> None:
+        self.closed = True
+        self._report_lost()
+
+    def _report_lost(self) -> None:
+        if not self.lost_reported:
+            self.lost_reported = True
+            self.handler.lost(self)
+
+    def pause_writing(self) -> None:
+        handler = getattr(self.handler, "write_paused", None)
+        if handler:
+            handler(self, True)
+
+    def resume_writing(self) -> None:
+        handler = getattr(self.handler, "write_paused", None)
+        if handler:
+            handler(self, False)
+
+    # API ----------------------------------------------------------------------
+    def write(self, data: bytes) -> None:
+        if not self.closed:
+            self.transport.write(data)
+
+    def unsent(self) -> int:
+        return self.transport.get_write_buffer_size() if self.transport and not self.closed else 0
+
+    def pause_reading(self, paused: bool) -> None:
+        if self.closed or paused == self.paused:
+            return
+        self.paused = paused
+        if paused:
+            self.transport.pause_reading()
+        else:
+            self.transport.resume_reading()
+
+    def abort(self, why: str) -> None:
+        if not self.closed:
+            log.warning("closing connection %s: %s", self.name, why)
+            self.closed = True
+            self.transport.abort()
+            self._report_lost()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.transport.close()
+
+
+def listen_socket(host: str, port: int = 0) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    return sock
+
+
+async def connect(loop: asyncio.AbstractEventLoop, factory: Callable[[], Connection],
+                  host: str, port: int) -> Connection:
+    _, conn = await loop.create_connection(factory, host, port)
+    return conn

@@ -1,0 +1,454 @@
+"""The stream manager: one per container, routes DATA frames by their header.
+
+It never decodes a tuple: the sending instance already chose the destination
+task, so a frame goes to the local instance of that task, or unchanged to the
+stream manager of the container holding it (one outbound connection per
+other container; inbound connections are only read). Frames from a remote
+stream manager are delivered locally only.
+
+Backpressure: every outbound connection has asyncio write-buffer limits at the
+high/low water marks (``squall.stmgr.backpressure.high.mb``/``low.mb``). While
+any is over the mark this stream manager stops reading its local spouts and
+tells every other stream manager to do the same, until all are back under the
+low mark.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+import time
+from typing import Any, Callable, Optional
+
+from squall.idl import schema
+from squall.runtime.protocol import (CONTROL, DATA, DEST, HEADER_SIZE, Connection, ProtocolError,
+                                     control_frame, decode_control)
+
+log = logging.getLogger(__name__)
+
+RETRY_SECS = 0.5
+
+
+class _PeerLink:
+    """The outbound connection to another container's stream manager."""
+
+    def __init__(self, container: int, host: str, port: int):
+        self.container = container
+        self.host, self.port = host, port
+        self.conn: Optional[Connection] = None
+        self.buffer: list = []
+        self.buffered = 0
+        self.closed = False
+
+    def send(self, data: bytes) -> None:
+        if self.conn is not None and self.conn.authenticated and not self.conn.closed:
+            self.conn.write(data)
+        else:
+            self.buffer.append(data)
+            self.buffered += len(data)
+
+    def unsent(self) -> int:
+        return self.buffered + (self.conn.unsent() if self.conn is not None else 0)
+
+
+class StreamManager:
+    """Routing, registration and backpressure of one container."""
+
+    def __init__(self, topology: str, secret: str, container: int, host: str, spouts: set,
+                 high_bytes: int, low_bytes: int, max_frame: int,
+                 tmaster_locator: Optional[Callable[[], Any]] = None,
+                 metrics_port: Optional[int] = None, heartbeat_secs: float = 5.0,
+                 bucket_secs: float = 5.0):
+        self.topology = topology
+        self.secret = secret
+        self.container = container
+        self.host = host
+        self.spouts = set(spouts)  # component names that are spouts
+        self.high, self.low = high_bytes, low_bytes
+        self.max_frame = max_frame
+        self.tmaster_locator = tmaster_locator
+        self.metrics_port = metrics_port
+        self.heartbeat_secs = heartbeat_secs
+        self.bucket_secs = bucket_secs
+        self.data_port = 0
+        self.local: dict = {}  # task -> Connection
+        self.task_container: dict = {}
+        self.peers: dict = {}  # container -> _PeerLink
+        self.pplan: Any = None
+        self.pplan_frame: Optional[bytes] = None
+        self.congested: set = set()
+        self.bp_self = False
+        self.bp_remote: set = set()
+        self.bp_since: Optional[float] = None
+        self.bp_time = 0.0
+        self.tmaster: Optional[Connection] = None
+        self.metrics_conn: Optional[Connection] = None
+        self.forwarded_frames = 0
+        self.forwarded_bytes = 0
+        self.dropped_frames = 0
+        self.loop: Optional[asyncio.AbstractEventLoop] = None
+        self.closing = False
+        self._register_pending = False
+        self.stopped = asyncio.Event()
+        self._tasks: set = set()
+
+    # connection handler --------------------------------------------------------
+    def _conn(self, server: bool, tag: Any = None, **hello: Any) -> Connection:
+        c = Connection(self, self.topology, self.secret, server, self.max_frame,
+                       hello_args=hello or None)
+        c.tag = tag
+        return c
+
+    def accept(self, conn: Connection, hello: Any) -> bool:
+        if hello.role == schema.Role.INSTANCE:
+            if hello.container != self.container or hello.task_id is None:
+                log.warning("refusing instance %s of container %s", hello.task_id, hello.container)
+                return False
+            old = self.local.get(hello.task_id)
+            if old is not None and not old.closed:
+                log.warning("task %d connected again; closing its old connection", hello.task_id)
+                old.close()
+            conn.tag = ("instance", hello.task_id, hello.component, hello.pid)
+            self.local[hello.task_id] = conn
+            return True
+        if hello.role == schema.Role.STMGR:
+            conn.tag = ("peer_in", hello.container)
+            return True
+        log.warning("refusing a %s connection on the data port", schema.Role._VALUES_TO_NAMES.get(hello.role))
+        return False
+
+    def ready(self, conn: Connection) -> None:
+        kind = conn.tag[0]
+        conn.transport.set_write_buffer_limits(high=self.high, low=self.low)
+        if kind == "instance":
+            task = conn.tag[1]
+            log.info("task %d (%s, pid %d) connected", task, conn.tag[2], conn.tag[3])
+            if conn.tag[2] in self.spouts and self._throttled():
+                conn.pause_reading(True)
+            if self.pplan is not None and any(i.id.task_id == task for i in self.pplan.instances):
+                conn.write(self.pplan_frame)
+            self.schedule_register()
+        elif kind == "tmaster":
+            log.info("connected to the topology master")
+            self.send_register()
+        elif kind == "peer_out":
+            link = self.peers.get(conn.tag[1])
+            if link is not None:
+                for data in link.buffer:
+                    conn.write(data)
+                link.buffer.clear()
+                link.buffered = 0
+                if self.bp_self:
+                    conn.write(control_frame(backpressure=schema.Backpressure(self.container, True)))
+            log.info("connected to the stream manager of container %d", conn.tag[1])
+
+    def lost(self, conn: Connection) -> None:
+        self.congested.discard(conn)
+        tag = conn.tag
+        if tag is None or self.closing:
+            return
+        kind = tag[0]
+        if kind == "instance":
+            if self.local.get(tag[1]) is conn:
+                del self.local[tag[1]]
+                log.info("task %d disconnected", tag[1])
+                self.schedule_register()
+        elif kind == "tmaster":
+            self.tmaster = None
+            log.warning("lost the topology master; reconnecting")
+            self.loop.call_later(RETRY_SECS, self._spawn, self.connect_tmaster())
+        elif kind == "peer_out":
+            link = self.peers.get(tag[1])
+            if link is not None and link.conn is conn and not link.closed:
+                link.conn = None
+                log.warning("lost the stream manager of container %d; reconnecting", tag[1])
+                self.loop.call_later(RETRY_SECS, self._spawn, self.connect_peer(link))
+        elif kind == "peer_in":
+            if tag[1] in self.bp_remote:
+                self.bp_remote.discard(tag[1])
+                self._apply_throttle()
+        elif kind == "metrics":
+            self.metrics_conn = None
+        self._update_congestion()
+
+    def write_paused(self, conn: Connection, paused: bool) -> None:
+        if paused:
+            self.congested.add(conn)
+        else:
+            self.congested.discard(conn)
+        self._update_congestion()
+
+    def frames(self, conn: Connection, frames: list) -> None:
+        kind = conn.tag[0]
+        if kind == "instance":
+            for f in frames:
+                if f[4] == DATA:
+                    self.route(f)
+                else:
+                    raise ProtocolError(f"unexpected frame type {f[4]} from task {conn.tag[1]}")
+        elif kind == "peer_in":
+            local = self.local
+            for f in frames:
+                if f[4] == DATA:
+                    c = local.get(DEST.unpack_from(f, HEADER_SIZE)[0])
+                    if c is not None:
+                        c.write(f)
+                        self.forwarded_frames += 1
+                    else:
+                        self.dropped_frames += 1
+                else:
+                    msg = decode_control(f)
+                    if msg.backpressure is not None:
+                        bp = msg.backpressure
+                        (self.bp_remote.add if bp.on else self.bp_remote.discard)(bp.container)
+                        log.info("container %d %s backpressure", bp.container, "started" if bp.on else "ended")
+                        self._apply_throttle()
+        elif kind == "tmaster":
+            for f in frames:
+                msg = decode_control(f)
+                if msg.physical_plan is not None:
+                    self.set_plan(msg.physical_plan, f)
+                elif msg.register_response is not None and not msg.register_response.ok:
+                    log.error("topology master refused registration: %s", msg.register_response.error)
+        else:
+            raise ProtocolError(f"unexpected frames on a {kind} connection")
+
+    # routing --------------------------------------------------------------------
+    def route(self, f: bytes) -> None:
+        dest = DEST.unpack_from(f, HEADER_SIZE)[0]
+        c = self.local.get(dest)
+        if c is not None:
+            c.write(f)
+        else:
+            link = self.peers.get(self.task_container.get(dest))
+            if link is None:
+                self.dropped_frames += 1
+                if self.dropped_frames % 1000 == 1:
+                    log.warning("no route to task %d (frames dropped so far: %d)", dest, self.dropped_frames)
+                return
+            link.send(f)
+            if link.conn is None and link.buffered > self.high:
+                self._update_congestion()
+        self.forwarded_frames += 1
+        self.forwarded_bytes += len(f)
+
+    def set_plan(self, pplan: Any, raw_frame: Optional[bytes] = None) -> None:
+        self.pplan = pplan
+        self.pplan_frame = raw_frame or control_frame(physical_plan=pplan)
+        self.task_container = {i.id.task_id: i.container for i in pplan.instances}
+        wanted = {s.container: s for s in pplan.stmgrs if s.container != self.container}
+        for cid in list(self.peers):
+            link = self.peers[cid]
+            s = wanted.get(cid)
+            if s is None or (s.host, s.data_port) != (link.host, link.port):
+                link.closed = True
+                if link.conn is not None:
+                    link.conn.close()
+                del self.peers[cid]
+        for cid, s in wanted.items():
+            if cid not in self.peers:
+                link = self.peers[cid] = _PeerLink(cid, s.host, s.data_port)
+                if self.loop is not None:
+                    self._spawn(self.connect_peer(link))
+        for conn in list(self.local.values()):
+            conn.write(self.pplan_frame)
+        log.info("physical plan %s (%s): %d instances, %d stream managers", pplan.packing_plan_id,
+                 schema.TopologyStatus._VALUES_TO_NAMES.get(pplan.status), len(pplan.instances), len(pplan.stmgrs))
+
+    # backpressure ---------------------------------------------------------------
+    def _update_congestion(self) -> None:
+        over = bool(self.congested) or any(l.conn is None and l.buffered > self.high for l in self.peers.values())
+        if over == self.bp_self:
+            return
+        if not over and any(l.unsent() > self.low for l in self.peers.values()):
+            return
+        self.bp_self = over
+        log.info("backpressure %s", "started" if over else "ended")
+        msg = control_frame(backpressure=schema.Backpressure(self.container, over))
+        for link in self.peers.values():
+            if link.conn is not None:
+                link.conn.write(msg)
+        self._apply_throttle()
+
+    def _throttled(self) -> bool:
+        return self.bp_self or bool(self.bp_remote)
+
+    def _apply_throttle(self) -> None:
+        throttled = self._throttled()
+        now = time.monotonic()
+        if throttled and self.bp_since is None:
+            self.bp_since = now
+        elif not throttled and self.bp_since is not None:
+            self.bp_time += now - self.bp_since
+            self.bp_since = None
+        for conn in self.local.values():
+            if conn.tag[2] in self.spouts:
+                conn.pause_reading(throttled)
+
+    def backpressure_ms(self) -> float:
+        """Time throttled since the last call, ms."""
+        total = self.bp_time
+        now = time.monotonic()
+        if self.bp_since is not None:
+            total += now - self.bp_since
+            self.bp_since = now
+        self.bp_time = 0.0
+        return total * 1000
+
+    # tmaster ------------------------------------------------------------------------
+    def schedule_register(self) -> None:
+        if not self._register_pending and self.loop is not None:
+            self._register_pending = True
+            self.loop.call_later(0.05, self.send_register)
+
+    def registration(self) -> Any:
+        instances = [
+            schema.InstanceLocation(id=schema.InstanceId(component=c.tag[2], task_id=t, component_index=-1),
+                                    container=self.container, pid=c.tag[3])
+            for t, c in sorted(self.local.items())
+        ]
+        loc = schema.StMgrLocation(container=self.container, host=self.host, data_port=self.data_port,
+                                   pid=os.getpid())
+        return schema.RegisterStMgr(stmgr=loc, instances=instances)
+
+    def send_register(self) -> None:
+        self._register_pending = False
+        if self.tmaster is not None and self.tmaster.authenticated and not self.tmaster.closed:
+            self.tmaster.write(control_frame(register_stmgr=self.registration()))
+
+    async def connect_tmaster(self) -> None:
+        while not self.closing and self.tmaster_locator is not None:
+            loc = self.tmaster_locator()
+            if loc is not None:
+                try:
+                    _, conn = await self.loop.create_connection(
+                        lambda: self._conn(False, ("tmaster",), role=schema.Role.STMGR, container=self.container),
+                        loc.host, loc.control_port)
+                    self.tmaster = conn
+                    return
+                except OSError as e:
+                    log.info("topology master at %s:%d not reachable (%s)", loc.host, loc.control_port, e)
+            await asyncio.sleep(RETRY_SECS)
+
+    async def connect_peer(self, link: _PeerLink) -> None:
+        while not self.closing and not link.closed and link.conn is None:
+            try:
+                _, conn = await self.loop.create_connection(
+                    lambda: self._conn(False, ("peer_out", link.container), role=schema.Role.STMGR,
+                                       container=self.container),
+                    link.host, link.port)
+                link.conn = conn
+                return
+            except OSError as e:
+                log.info("stream manager of container %d at %s:%d not reachable (%s)",
+                         link.container, link.host, link.port, e)
+                await asyncio.sleep(RETRY_SECS)
+
+    async def connect_metrics(self) -> None:
+        if not self.metrics_port:
+            return
+        try:
+            _, self.metrics_conn = await self.loop.create_connection(
+                lambda: self._conn(False, ("metrics",), role=schema.Role.STMGR, container=self.container),
+                "127.0.0.1" if self.host in ("", "0.0.0.0") else self.host, self.metrics_port)
+        except OSError as e:
+            log.warning("metrics manager not reachable: %s", e)
+
+    async def periodic(self) -> None:
+        next_hb = next_metrics = time.monotonic()
+        next_metrics += self.bucket_secs
+        last_wall = time.time()
+        while not self.closing:
+            await asyncio.sleep(min(self.heartbeat_secs, self.bucket_secs, 1.0))
+            now = time.monotonic()
+            if now >= next_hb:
+                next_hb = now + self.heartbeat_secs
+                if self.tmaster is not None and self.tmaster.authenticated:
+                    self.tmaster.write(control_frame(heartbeat=schema.Heartbeat(time.time())))
+            if now >= next_metrics:
+                next_metrics = now + self.bucket_secs
+                wall = time.time()
+                row = self.metrics_row(wall, wall - last_wall)
+                last_wall = wall
+                if self.metrics_conn is None:
+                    await self.connect_metrics()
+                if self.metrics_conn is not None and self.metrics_conn.authenticated:
+                    self.metrics_conn.write(control_frame(metrics=[row]))
+
+    def metrics_row(self, now: float, interval: float) -> Any:
+        import json
+
+        user = {"frames_forwarded": self.forwarded_frames, "bytes_forwarded": self.forwarded_bytes,
+                "frames_dropped": self.dropped_frames,
+                "unsent_bytes": sum(c.unsent() for c in self.local.values())
+                + sum(l.unsent() for l in self.peers.values())}
+        self.forwarded_frames = self.forwarded_bytes = self.dropped_frames = 0
+        return schema.MetricsRow(
+            ts=now, interval_secs=interval, process="stmgr", component="__stmgr", task_id=None,
+            emit_count=0, execute_count=0, ack_count=0, fail_count=0, queue_depth=0,
+            backpressure_ms=self.backpressure_ms(), user=json.dumps(user), pid=os.getpid(),
+            container=self.container)
+
+    # lifecycle ----------------------------------------------------------------------
+    def _spawn(self, coro: Any) -> None:
+        task = self.loop.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(_log_failure)
+
+    async def serve(self, listener: socket.socket) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.data_port = listener.getsockname()[1]
+        server = await self.loop.create_server(lambda: self._conn(True), sock=listener)
+        for link in self.peers.values():
+            self._spawn(self.connect_peer(link))
+        if self.tmaster_locator is not None:
+            self._spawn(self.connect_tmaster())
+        self._spawn(self.periodic())
+        log.info("stream manager of container %d listening on port %d", self.container, self.data_port)
+        try:
+            await self.stopped.wait()
+        finally:
+            self.closing = True
+            server.close()
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def stop(self) -> None:
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self.stopped.set)
+
+
+def _log_failure(task: asyncio.Task) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("background task failed", exc_info=task.exception())
+
+
+def run(env: Any) -> int:
+    from squall.state import Kind
+
+    spouts = {c.name for c in env.topology.components if c.kind == schema.ComponentKind.SPOUT}
+    mb = 1024 * 1024
+    sm = StreamManager(
+        env.name, env.secret, env.args.container, env.advertised_host, spouts,
+        high_bytes=int(env.config["squall.stmgr.backpressure.high.mb"] * mb),
+        low_bytes=int(env.config["squall.stmgr.backpressure.low.mb"] * mb),
+        max_frame=env.max_frame,
+        tmaster_locator=lambda: env.state.get(Kind.TMASTER, env.name),
+        metrics_port=env.launch.get("metricsmgr_port"),
+        heartbeat_secs=float(env.config["squall.heartbeat.interval.secs"]),
+        bucket_secs=float(env.config["topology.builtin.metrics.bucket.size.secs"]),
+    )
+    listener = socket.socket(fileno=int(env.launch["stmgr_fd"]))
+    loop = asyncio.new_event_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, sm.stop)
+    try:
+        loop.run_until_complete(sm.serve(listener))
+    finally:
+        loop.close()
+    log.info("stream manager stopped")
+    return 0

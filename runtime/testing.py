@@ -1,0 +1,117 @@
+"""A test harness for the runtime: write a topology's state as the launcher
+would and run its executors with the contract's exact command.
+
+Used by tests/runtime and bench/; not imported by the runtime processes.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from typing import Any, Optional
+
+from squall.idl import schema
+
+
+def hand_packing(topology: Any, containers: int, plan_id: str = "test-plan") -> Any:
+    """Round-robin the tasks of ``topology`` over containers 1..N (task ids as squall.logical.task_ids)."""
+    from squall.logical import task_ids
+
+    res = schema.Resources(cpu=0.5, ram_mb=256, disk_mb=256)
+    boxes: dict = {c: [] for c in range(1, containers + 1)}
+    k = 0
+    for component, tasks in sorted(task_ids(topology).items()):
+        for index, task in enumerate(tasks):
+            boxes[1 + k % containers].append(schema.InstancePlan(
+                id=schema.InstanceId(component=component, task_id=task, component_index=index), resources=res))
+            k += 1
+    return schema.PackingPlan(
+        id=plan_id, algorithm="hand", granularity="task",
+        containers=[schema.ContainerPlan(id=c, instances=insts, resources=res, padding=res)
+                    for c, insts in boxes.items() if insts])
+
+
+def write_state(state_root: str, run_dir: str, topology: Any, packing: Any) -> Any:
+    """Topology, packing plan and execution state records, plus the run folder."""
+    from squall.state import Kind, LocalStateManager
+
+    for sub in ("logs", "metrics"):
+        os.makedirs(os.path.join(run_dir, sub), exist_ok=True)
+    execution = schema.ExecutionState(
+        topology_name=topology.name, run_id=os.path.basename(run_dir), run_dir=run_dir, submit_time=time.time(),
+        submitter="test", status=schema.TopologyStatus.RUNNING, secret=secrets.token_hex(16), cluster="local",
+        python=sys.executable)
+    with LocalStateManager(state_root) as state:
+        state.put(Kind.TOPOLOGY, topology.name, topology)
+        state.put(Kind.PACKING_PLAN, topology.name, packing)
+        state.put(Kind.EXECUTION_STATE, topology.name, execution)
+    return execution
+
+
+def executor_command(name: str, container: int, state_root: str, python: Optional[str] = None) -> list:
+    return [python or sys.executable, "-m", "squall.runtime.executor", "--topology", name, "--container",
+            str(container), "--state-manager", "local", "--state-root", state_root]
+
+
+class LocalRun:
+    """Executors of containers 0..N as detached process groups, like the local scheduler."""
+
+    def __init__(self, name: str, state_root: str, run_dir: str, containers: list):
+        self.name, self.state_root, self.run_dir = name, state_root, run_dir
+        self.containers = [0] + [c for c in containers if c != 0]
+        self.procs: dict = {}
+
+    def start(self) -> "LocalRun":
+        for c in self.containers:
+            self.start_container(c)
+        return self
+
+    def start_container(self, c: int) -> None:
+        log_dir = os.path.join(self.run_dir, "logs", f"container-{c}")
+        os.makedirs(log_dir, exist_ok=True)
+        with open(os.path.join(log_dir, "executor.log"), "ab") as logf:
+            self.procs[c] = subprocess.Popen(executor_command(self.name, c, self.state_root), stdout=logf,
+                                             stderr=subprocess.STDOUT, start_new_session=True)
+
+    def wait_pplan(self, timeout: float = 30.0, predicate: Any = None) -> Any:
+        from squall.state import Kind, LocalStateManager
+
+        state = LocalStateManager(self.state_root)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pplan = state.get(Kind.PHYSICAL_PLAN, self.name)
+            packing = state.get(Kind.PACKING_PLAN, self.name)
+            if pplan is not None and packing is not None and pplan.packing_plan_id == packing.id:
+                want = {i.id.task_id for c in packing.containers for i in c.instances}
+                if {i.id.task_id for i in pplan.instances} == want and (predicate is None or predicate(pplan)):
+                    return pplan
+            for c, p in self.procs.items():
+                if p.poll() is not None:
+                    raise RuntimeError(f"executor of container {c} exited with {p.returncode}:\n{self.logs()}")
+            time.sleep(0.1)
+        raise TimeoutError(f"no complete physical plan within {timeout}s:\n{self.logs()}")
+
+    def logs(self, tail: int = 30) -> str:
+        out = []
+        for root, _, files in os.walk(os.path.join(self.run_dir, "logs")):
+            for f in sorted(files):
+                if f.endswith(".log"):
+                    with open(os.path.join(root, f), errors="replace") as fh:
+                        lines = fh.readlines()[-tail:]
+                    out.append(f"--- {os.path.join(root, f)}\n" + "".join(lines))
+        return "\n".join(out)
+
+    def stop(self, timeout: float = 15.0) -> None:
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for c, p in self.procs.items():
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()

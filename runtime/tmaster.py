@@ -1,0 +1,325 @@
+"""The topology master: registrations in, the physical plan out; metrics queries.
+
+``PlanBuilder`` is the pure state machine: registrations, the packing plan
+and the status in; a ``PhysicalPlan`` out once every container of the packing
+plan has registered with exactly its instances. ``MetricsStore`` aggregates
+the rows the metrics managers forward. ``TMaster`` is the asyncio shell.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import time
+from typing import Any, Optional
+
+from squall.idl import schema
+from squall.runtime.protocol import Connection, ProtocolError, control_frame, decode_control, listen_socket
+
+log = logging.getLogger(__name__)
+
+
+class PlanBuilder:
+    """Registrations + packing plan + status -> physical plan (or None while incomplete)."""
+
+    def __init__(self, topology_name: str, tmaster: Any, packing: Any, status: int):
+        self.topology_name = topology_name
+        self.tmaster = tmaster
+        self.packing = packing
+        self.status = status
+        self.registrations: dict = {}  # container -> RegisterStMgr
+
+    def known_containers(self) -> set:
+        return {c.id for c in self.packing.containers}
+
+    def register(self, reg: Any) -> Optional[str]:
+        """Record a registration; an error text when it is refused."""
+        cid = reg.stmgr.container
+        if cid not in self.known_containers():
+            return (f"container {cid} is not in packing plan {self.packing.id} "
+                    f"(containers: {sorted(self.known_containers())})")
+        self.registrations[cid] = reg
+        return None
+
+    def unregister(self, container: int) -> None:
+        self.registrations.pop(container, None)
+
+    def missing(self) -> dict:
+        """container -> what is still missing ("stmgr" or sorted missing task ids)."""
+        out: dict = {}
+        for c in self.packing.containers:
+            reg = self.registrations.get(c.id)
+            if reg is None:
+                out[c.id] = "stmgr"
+                continue
+            want = {i.id.task_id for i in c.instances}
+            have = {i.id.task_id for i in reg.instances}
+            if want != have:
+                out[c.id] = sorted(want ^ have)
+        return out
+
+    def build(self) -> Optional[Any]:
+        if self.missing():
+            return None
+        stmgrs, instances = [], []
+        for c in sorted(self.packing.containers, key=lambda c: c.id):
+            reg = self.registrations[c.id]
+            pids = {i.id.task_id: i.pid for i in reg.instances}
+            stmgrs.append(reg.stmgr)
+            for i in sorted(c.instances, key=lambda i: i.id.task_id):
+                instances.append(schema.InstanceLocation(id=i.id, container=c.id, pid=pids[i.id.task_id]))
+        return schema.PhysicalPlan(topology_name=self.topology_name, packing_plan_id=self.packing.id,
+                                   status=self.status, tmaster=self.tmaster, stmgrs=stmgrs,
+                                   instances=instances)
+
+
+class _Totals:
+    __slots__ = ("component", "task_id", "emitted", "executed", "acked", "failed", "rates",
+                 "exec_lat", "exec_n", "proc_lat", "proc_n")
+
+    def __init__(self, component: str, task_id: Optional[int]):
+        self.component, self.task_id = component, task_id
+        self.emitted = self.executed = self.acked = self.failed = 0
+        self.rates = (0.0, 0.0, 0.0, 0.0)
+        self.exec_lat = self.proc_lat = 0.0
+        self.exec_n = self.proc_n = 0
+
+    def add(self, row: Any) -> None:
+        self.emitted += row.emit_count
+        self.executed += row.execute_count
+        self.acked += row.ack_count
+        self.failed += row.fail_count
+        dt = row.interval_secs or 1.0
+        self.rates = (row.emit_count / dt, row.execute_count / dt, row.ack_count / dt, row.fail_count / dt)
+        n = max(row.execute_count, 1)
+        if row.execute_latency_ms is not None:
+            self.exec_lat += row.execute_latency_ms * n
+            self.exec_n += n
+        if row.process_latency_ms is not None:
+            self.proc_lat += row.process_latency_ms * n
+            self.proc_n += n
+
+    def summary(self) -> Any:
+        return schema.MetricsSummary(
+            component=self.component, task_id=self.task_id, emitted=self.emitted, executed=self.executed,
+            acked=self.acked, failed=self.failed, emit_rate=self.rates[0], execute_rate=self.rates[1],
+            ack_rate=self.rates[2], fail_rate=self.rates[3],
+            execute_latency_ms=self.exec_lat / self.exec_n if self.exec_n else None,
+            process_latency_ms=self.proc_lat / self.proc_n if self.proc_n else None)
+
+
+class MetricsStore:
+    """Per-task totals since start from instance rows; components are sums."""
+
+    def __init__(self) -> None:
+        self.tasks: dict = {}
+
+    def add(self, row: Any) -> None:
+        if row.process != "instance" or row.task_id is None:
+            return
+        t = self.tasks.get(row.task_id)
+        if t is None or t.component != row.component:
+            t = self.tasks[row.task_id] = _Totals(row.component, row.task_id)
+        t.add(row)
+
+    def response(self, component: Optional[str] = None) -> Any:
+        comps: dict = {}
+        tasks = []
+        for tid in sorted(self.tasks):
+            t = self.tasks[tid]
+            if component and t.component != component:
+                continue
+            tasks.append(t.summary())
+            c = comps.get(t.component)
+            if c is None:
+                c = comps[t.component] = _Totals(t.component, None)
+            c.emitted += t.emitted
+            c.executed += t.executed
+            c.acked += t.acked
+            c.failed += t.failed
+            c.rates = tuple(a + b for a, b in zip(c.rates, t.rates))
+            c.exec_lat += t.exec_lat
+            c.exec_n += t.exec_n
+            c.proc_lat += t.proc_lat
+            c.proc_n += t.proc_n
+        return schema.MetricsResponse(components=[comps[n].summary() for n in sorted(comps)], tasks=tasks)
+
+
+class TMaster:
+    """The asyncio shell around PlanBuilder and MetricsStore."""
+
+    def __init__(self, env: Any):
+        self.env = env
+        self.loop: Optional[asyncio.AbstractEventLoop] = None
+        self.builder: Optional[PlanBuilder] = None
+        self.metrics = MetricsStore()
+        self.stmgrs: dict = {}  # container -> Connection
+        self.last_seen: dict = {}  # Connection -> monotonic time
+        self.published: Any = None
+        self.stopped = asyncio.Event()
+        self.hb_timeout = float(env.config["squall.heartbeat.timeout.secs"])
+
+    # connection handler ------------------------------------------------------------
+    def accept(self, conn: Connection, hello: Any) -> bool:
+        role = hello.role
+        if role == schema.Role.STMGR:
+            conn.tag = ("stmgr", hello.container)
+        elif role == schema.Role.METRICSMGR:
+            conn.tag = ("metricsmgr", hello.container)
+        elif role == schema.Role.CLIENT:
+            conn.tag = ("client",)
+        else:
+            log.warning("refusing a %s connection on the control port", schema.Role._VALUES_TO_NAMES.get(role))
+            return False
+        return True
+
+    def ready(self, conn: Connection) -> None:
+        self.last_seen[conn] = time.monotonic()
+
+    def lost(self, conn: Connection) -> None:
+        self.last_seen.pop(conn, None)
+        if conn.tag and conn.tag[0] == "stmgr" and self.stmgrs.get(conn.tag[1]) is conn:
+            del self.stmgrs[conn.tag[1]]
+            self.builder.unregister(conn.tag[1])
+            log.warning("stream manager of container %d disconnected", conn.tag[1])
+
+    def frames(self, conn: Connection, frames: list) -> None:
+        self.last_seen[conn] = time.monotonic()
+        for f in frames:
+            msg = decode_control(f)
+            kind = conn.tag[0]
+            if kind == "stmgr" and msg.register_stmgr is not None:
+                self.on_register(conn, msg.register_stmgr)
+            elif kind == "stmgr" and msg.heartbeat is not None:
+                pass
+            elif msg.metrics is not None and kind in ("metricsmgr", "stmgr"):
+                for row in msg.metrics:
+                    self.metrics.add(row)
+            elif kind == "client" and msg.metrics_query is not None:
+                conn.write(control_frame(metrics_response=self.metrics.response(msg.metrics_query.component)))
+            else:
+                raise ProtocolError(f"unexpected control message from a {kind}")
+
+    def on_register(self, conn: Connection, reg: Any) -> None:
+        cid = reg.stmgr.container
+        error = self.builder.register(reg)
+        if error is not None:
+            log.warning("refusing stream manager: %s", error)
+            conn.write(control_frame(register_response=schema.RegisterResponse(ok=False, error=error)))
+            conn.close()
+            return
+        old = self.stmgrs.get(cid)
+        if old is not None and old is not conn:
+            old.tag = ("stale",)
+            old.close()
+        self.stmgrs[cid] = conn
+        log.info("container %d registered with tasks %s", cid, [i.id.task_id for i in reg.instances])
+        self.publish()
+
+    # plan ------------------------------------------------------------------------------
+    def publish(self, force: bool = False) -> None:
+        from squall.state import Kind
+
+        pplan = self.builder.build()
+        if pplan is None:
+            log.info("waiting for %s", self.builder.missing())
+            return
+        if pplan == self.published and not force:
+            return
+        frame = control_frame(physical_plan=pplan)
+        for conn in self.stmgrs.values():
+            conn.write(frame)
+        self.env.state.put(Kind.PHYSICAL_PLAN, self.env.name, pplan)
+        self.published = pplan
+        log.info("physical plan published: %d instances, status %s", len(pplan.instances),
+                 schema.TopologyStatus._VALUES_TO_NAMES.get(pplan.status))
+
+    def on_packing(self, packing: Any) -> None:
+        if packing is None or packing == self.builder.packing:
+            return
+        log.info("packing plan changed to %s", packing.id)
+        self.builder.packing = packing
+        for cid in list(self.builder.registrations):
+            if cid not in self.builder.known_containers():
+                self.builder.unregister(cid)
+        self.publish()
+
+    def on_execution(self, execution: Any) -> None:
+        if execution is None or execution.status == self.builder.status:
+            return
+        log.info("status changed to %s", schema.TopologyStatus._VALUES_TO_NAMES.get(execution.status))
+        self.builder.status = execution.status
+        self.publish()
+
+    # lifecycle -------------------------------------------------------------------------
+    async def check_heartbeats(self) -> None:
+        while True:
+            await asyncio.sleep(min(1.0, self.hb_timeout / 3))
+            now = time.monotonic()
+            for conn, seen in list(self.last_seen.items()):
+                if conn.tag and conn.tag[0] == "stmgr" and now - seen > self.hb_timeout:
+                    conn.abort(f"no heartbeat for {now - seen:.1f}s")
+
+    async def serve(self) -> None:
+        from squall.state import AlreadyExists, Kind
+
+        env = self.env
+        self.loop = asyncio.get_running_loop()
+        listener = listen_socket(env.bind_host, 0)
+        port = listener.getsockname()[1]
+        location = schema.TMasterLocation(topology_name=env.name, host=env.advertised_host, control_port=port,
+                                          pid=os.getpid(), run_id=env.execution.run_id)
+        standby_logged = False
+        while True:
+            try:
+                env.state.create(Kind.TMASTER, env.name, location)
+                break
+            except AlreadyExists:
+                if not standby_logged:
+                    log.info("another topology master is alive; waiting as standby")
+                    standby_logged = True
+                if self.stopped.is_set():
+                    return
+                await asyncio.sleep(1.0)
+        execution = env.state.get(Kind.EXECUTION_STATE, env.name) or env.execution
+        packing = env.state.get(Kind.PACKING_PLAN, env.name) or env.packing
+        self.builder = PlanBuilder(env.name, location, packing, execution.status)
+        server = await self.loop.create_server(
+            lambda: _conn(self, env), sock=listener)
+        call = self.loop.call_soon_threadsafe
+        cancels = [
+            env.state.watch(Kind.PACKING_PLAN, env.name, lambda p: call(self.on_packing, p)),
+            env.state.watch(Kind.EXECUTION_STATE, env.name, lambda e: call(self.on_execution, e)),
+        ]
+        hb = self.loop.create_task(self.check_heartbeats())
+        log.info("topology master listening on %s:%d", location.host, port)
+        try:
+            await self.stopped.wait()
+        finally:
+            hb.cancel()
+            for cancel in cancels:
+                cancel()
+            server.close()
+            env.state.delete(Kind.TMASTER, env.name)
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+
+def _conn(handler: Any, env: Any) -> Connection:
+    return Connection(handler, env.name, env.secret, True, env.max_frame)
+
+
+def run(env: Any) -> int:
+    tm = TMaster(env)
+    loop = asyncio.new_event_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, tm.stop)
+    try:
+        loop.run_until_complete(tm.serve())
+    finally:
+        loop.close()
+    log.info("topology master stopped")
+    return 0
