@@ -6,10 +6,15 @@ The model is the Thrift IDL's ``Resources``, ``InstanceId``, ``InstancePlan``,
 from squall.packing.errors import PackingError
 from squall.packing.jsonplan import plan_from_json, plan_to_json
 from squall.packing.pack import pack, tmaster_container_resources
+from squall.packing.repack import PlanDiff, diff_plans, repack, with_parallelism
 from squall.packing.validate import validate_plan
 
 __all__ = [
     "PackingError",
+    "PlanDiff",
+    "diff_plans",
+    "repack",
+    "with_parallelism",
     "pack",
     "plan_from_json",
     "plan_to_json",

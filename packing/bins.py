@@ -64,6 +64,12 @@ class Bins:
         self.ram[i] -= size.ram
         self.disk[i] -= size.disk
 
+    def retain(self, indexes: list) -> None:
+        """Keep only the containers at ``indexes`` (in that order)."""
+        for attr in ("ids", "members", "cpu", "ram", "disk"):
+            values = getattr(self, attr)
+            setattr(self, attr, [values[i] for i in indexes])
+
     def used(self, i: int) -> Res:
         return Res(self.cpu[i], self.ram[i], self.disk[i])
 

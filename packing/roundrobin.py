@@ -66,6 +66,6 @@ def check_capacity(request: Request, bins: Bins) -> None:
         what = "container" if request.granularity == "task" else "worker"
         raise PackingError(
             f"roundrobin: {what} {bins.ids[i]} would need {dim} {need:g} with padding, above "
-            f"{key_for(request.cap_keys, dim)}={cap:g} (it holds {holds}); raise topology.workers "
-            f"(now {request.workers}) or use rcrr or ffd"
+            f"{key_for(request.cap_keys, dim)}={cap:g} (it holds {holds}); use more {what}s "
+            f"(topology.workers, now {len(bins)}) or rcrr or ffd"
         )

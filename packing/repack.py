@@ -1,0 +1,240 @@
+"""Repacking a running topology to new parallelism (and, for round-robin, a new
+container count) while moving as little as possible.
+
+Rules, in order:
+
+1. Scale-down removes, one instance at a time, from the container that frees
+   most: one the removal empties (its padding goes too), then the one with the
+   fewest instances, the highest share of that component, the highest id; the
+   instance removed there is the one with the highest component index.
+2. Survivors whose component index is now >= the parallelism take the freed
+   indexes (lowest first), keeping task id and container, so indexes stay
+   0..par-1 (reported as ``renumbered``).
+3. Round-robin with a new container count drops the highest-id containers
+   (their instances are re-placed) or opens new ones and rebalances task
+   counts to differ by at most one.
+4. rcrr/ffd: a container now above capacity (component sizes changed) gives
+   up its newest instances (highest task id) until it fits.
+5. New instances get task ids after the plan's highest and indexes after the
+   component's current ones; they and any displaced instance are placed by the
+   plan's algorithm into the existing containers first.
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional
+
+from squall.conf import Config
+from squall.idl import schema
+from squall.packing.bins import Bins
+from squall.packing.build import build_plan
+from squall.packing.errors import PackingError
+from squall.packing.pack import place_new
+from squall.packing.request import Request, build_request
+from squall.packing.validate import check_plan
+
+
+@dataclass(frozen=True)
+class PlanDiff:
+    """What changed between two plans, by task id; lists of Thrift InstanceIds."""
+
+    added: list = field(default_factory=list)
+    removed: list = field(default_factory=list)
+    moved: list = field(default_factory=list)
+    renumbered: list = field(default_factory=list)  # (old InstanceId, new InstanceId)
+
+
+def with_parallelism(topology: Any, parallelism: Mapping[str, int]) -> Any:
+    """A copy of the Thrift topology with some components' parallelism replaced."""
+    return schema.Topology(
+        name=topology.name,
+        components=[
+            schema.Component(
+                name=c.name, kind=c.kind, class_name=c.class_name,
+                parallelism=parallelism.get(c.name, c.parallelism),
+                outputs=c.outputs, inputs=c.inputs, config=c.config,
+            )
+            for c in topology.components
+        ],
+        config=topology.config,
+        source_file=topology.source_file,
+        overrides=topology.overrides,
+    )
+
+
+def repack(
+    topology: Any,
+    plan: Any,
+    new_parallelism: Mapping[str, int],
+    base: Optional[Config] = None,
+    containers: Optional[int] = None,
+) -> tuple:
+    """Return ``(new_plan, PlanDiff)`` for ``plan`` scaled to ``new_parallelism``
+    (component -> parallelism; others keep the topology's). ``containers``: the
+    new container count, round-robin only. The new plan validates against
+    ``with_parallelism(topology, ...)``."""
+    names = {c.name for c in topology.components}
+    for name, par in new_parallelism.items():
+        if name not in names:
+            raise PackingError(f"component {name!r}: the topology has no such component")
+        if isinstance(par, bool) or not isinstance(par, int) or par < 1:
+            raise PackingError(f"component {name!r}: parallelism must be a positive integer, got {par!r}")
+    par = {c.name: c.parallelism for c in topology.components}
+    par.update(new_parallelism)
+    request = build_request(topology, base, plan.algorithm, plan.granularity, parallelism=par)
+    if containers is not None and request.algorithm != "roundrobin":
+        raise PackingError(
+            f"containers={containers}: only roundrobin takes a container count; {request.algorithm} chooses it"
+        )
+
+    bins = Bins(request.room, request.sizes)
+    for c in sorted(plan.containers, key=lambda c: c.id):
+        i = bins.open(c.id)
+        for inst in c.instances:
+            name = inst.id.component
+            if name not in names:
+                raise PackingError(f"packing plan {plan.id!r}: component {name!r} is not in topology {topology.name!r}")
+            bins.add(i, (name, inst.id.task_id, inst.id.component_index))
+
+    _scale_down(bins, par)
+    displaced = _resize_containers(request, bins, containers) if request.algorithm == "roundrobin" else _evict_overfull(bins)
+    new = _new_instances(bins, displaced, plan, par)
+    for instance in displaced:
+        new.setdefault(instance[0], []).append(instance)
+    place_new(request, bins, new)
+    if request.algorithm == "roundrobin" and containers is not None:
+        _rebalance(bins)
+    new_plan = build_plan(request, bins.assignment())
+    check_plan(request, new_plan)
+    return new_plan, diff_plans(plan, new_plan)
+
+
+def _scale_down(bins: Bins, par: Mapping[str, int]) -> None:
+    holders: dict = {}  # component -> {bin index: [instances by index]}
+    for i, members in enumerate(bins.members):
+        for m in members:
+            holders.setdefault(m[0], {}).setdefault(i, []).append(m)
+    for name in sorted(holders):
+        by_bin = holders[name]
+        count = sum(len(v) for v in by_bin.values())
+        excess = count - par[name]
+        if excess <= 0:
+            continue
+        for v in by_bin.values():
+            v.sort(key=lambda m: m[2])
+
+        def key(i: int) -> tuple:
+            total, mine = len(bins.members[i]), len(by_bin[i])
+            return (total != 1, total, -mine / total, -bins.ids[i], i)
+
+        heap = [key(i) for i in by_bin]
+        heapq.heapify(heap)
+        freed = []
+        for _ in range(excess):
+            i = heapq.heappop(heap)[-1]
+            victim = by_bin[i].pop()
+            bins.remove(i, victim)
+            freed.append(victim[2])
+            if by_bin[i]:
+                heapq.heappush(heap, key(i))
+        target = par[name]
+        holes = sorted(x for x in freed if x < target)
+        high = sorted(((m, i) for i, v in by_bin.items() for m in v if m[2] >= target), key=lambda mi: mi[0][2])
+        for hole, (m, i) in zip(holes, high):
+            members = bins.members[i]
+            members[members.index(m)] = (m[0], m[1], hole)
+
+
+def _evict_overfull(bins: Bins) -> list:
+    displaced = []
+    for i in list(bins.overfull()):
+        for m in sorted(bins.members[i], key=lambda m: -m[1]):
+            if bins.used(i).fits(bins.room):
+                break
+            bins.remove(i, m)
+            displaced.append(m)
+    return displaced
+
+
+def _resize_containers(request: Request, bins: Bins, containers: Optional[int]) -> list:
+    total = sum(c.parallelism for c in request.components)
+    if containers is None:
+        return []
+    if containers < 1 or containers > total:
+        raise PackingError(
+            f"containers={containers}: round-robin needs between 1 and the topology's {total} tasks"
+        )
+    displaced = []
+    order = sorted(range(len(bins)), key=lambda i: bins.ids[i])
+    for i in order[containers:]:
+        for m in list(bins.members[i]):
+            bins.remove(i, m)
+            displaced.append(m)
+    bins.retain(order[:containers])  # spreading must not refill the dropped ones
+    while len(bins) < containers:
+        bins.open()
+    return displaced
+
+
+def _rebalance(bins: Bins) -> None:
+    """Move instances from the fullest to the emptiest container until task
+    counts differ by at most one (round-robin after adding containers)."""
+    n = len(bins)
+    while True:
+        sizes = [len(m) for m in bins.members]
+        donor = max(range(n), key=lambda i: (sizes[i], bins.ids[i]))
+        receiver = min(range(n), key=lambda i: (sizes[i], bins.ids[i]))
+        if sizes[donor] - sizes[receiver] <= 1:
+            return
+        theirs: dict = {}
+        for m in bins.members[receiver]:
+            theirs[m[0]] = theirs.get(m[0], 0) + 1
+        mine: dict = {}
+        for m in bins.members[donor]:
+            mine[m[0]] = mine.get(m[0], 0) + 1
+        name = max(mine, key=lambda c: (mine[c] - theirs.get(c, 0), c))
+        m = max((m for m in bins.members[donor] if m[0] == name), key=lambda m: m[1])
+        bins.remove(donor, m)
+        bins.add(receiver, m)
+
+
+def _new_instances(bins: Bins, displaced: list, plan: Any, par: Mapping[str, int]) -> dict:
+    present: dict = {}
+    max_task = 0
+    for c in plan.containers:
+        for inst in c.instances:
+            max_task = max(max_task, inst.id.task_id)
+    for members in bins.members + [displaced]:
+        for m in members:
+            present[m[0]] = present.get(m[0], 0) + 1
+    new: dict = {}
+    for name in sorted(par):
+        have = present.get(name, 0)
+        if par[name] > have:
+            new[name] = []
+            for index in range(have, par[name]):
+                max_task += 1
+                new[name].append((name, max_task, index))
+    return new
+
+
+def diff_plans(old: Any, new: Any) -> PlanDiff:
+    """Instances added, removed, moved (other container) and renumbered, by task id."""
+    def where(plan: Any) -> dict:
+        return {i.id.task_id: (c.id, i.id) for c in plan.containers for i in c.instances}
+
+    before, after = where(old), where(new)
+    diff = PlanDiff()
+    for task in sorted(set(before) | set(after)):
+        if task not in after:
+            diff.removed.append(before[task][1])
+        elif task not in before:
+            diff.added.append(after[task][1])
+        else:
+            (c0, id0), (c1, id1) = before[task], after[task]
+            if c0 != c1:
+                diff.moved.append(id1)
+            if id0 != id1:
+                diff.renumbered.append((id0, id1))
+    return diff
