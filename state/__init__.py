@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from typing import Mapping, Any
+from typing import Any, Mapping
 
 from squall.state.base import AlreadyExists, Kind, StateError, StateManager
 from squall.state.local import LocalStateManager
@@ -19,7 +19,11 @@ def make_state_manager(config: Mapping[str, Any]) -> StateManager:
     root = config["squall.state.root"]
     if kind == "local":
         return LocalStateManager(root or os.path.join(squall_home(), "state"))
-    raise StateError(f"squall.state.manager: {kind!r} is not available yet (use 'local')")
+    if kind == "zookeeper":
+        from squall.state.zookeeper import ZooKeeperStateManager
+
+        return ZooKeeperStateManager(config["squall.state.zookeeper.connect"], root or "/squall")
+    raise StateError(f"squall.state.manager: unknown state manager {kind!r}")
 
 
 __all__ = [

@@ -1,8 +1,8 @@
 """The state manager interface: typed records of a topology, by kind and name.
 
 Layout (DESIGN.md §4): ``<root>/<kind>/<topology>`` for the kinds below.
-Records are Thrift structs of the project's IDL; ``tmasters`` records are
-ephemeral: they vanish when the process that created them dies.
+Records are Thrift structs of the project's IDL; ``tmasters`` and ``locks``
+records are ephemeral: they vanish when the process that created them dies.
 """
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ class Kind(enum.Enum):
 
     @property
     def ephemeral(self) -> bool:
-        return self is Kind.TMASTER
+        """Gone with the process that created it: a dead owner leaves no stale record."""
+        return self in (Kind.TMASTER, Kind.LOCK)
 
 
 _STRUCTS = {
