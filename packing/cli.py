@@ -60,7 +60,7 @@ def cmd_pack(args: argparse.Namespace) -> int:
     if "error" in yarn:
         print(f"{'yarn waste:':<14}n/a ({yarn['error']})")
     else:
-        print(f"{'yarn waste:':<14}{yarn['waste_mb']} MB, {yarn['waste_vcores']:g} vcores ({yarn["shapes"]} shape(s))")
+        print(f"{'yarn waste:':<14}{yarn['waste_mb']} MB, {yarn['waste_vcores']:g} vcores ({yarn['shapes']} shape(s))")
     u = s["utilisation"]
     print(f"{'utilisation:':<14}cpu {u['cpu']:g}%, ram {u['ram_mb']:g}% (instances / requested)")
     return 0
