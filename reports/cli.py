@@ -65,10 +65,13 @@ def _check_fraction(name: str, value: float) -> None:
 def cmd_capacity(args: argparse.Namespace) -> int:
     from squall.reports.capacity import Policy
     from squall.reports.capacity_report import CapacityOptions, capacity_report
-    from squall.reports.inputs import parse_targets
+    from squall.reports.inputs import find_metrics, load_cluster_view, parse_targets
 
     _check_fraction("headroom", args.headroom)
     _check_fraction("margin", args.margin)
+    find_metrics(args.metrics)  # fail fast, before Spark starts
+    if args.cluster_view:
+        load_cluster_view(args.cluster_view)
     options = CapacityOptions(
         metrics=args.metrics, topology=args.topology, run_id=args.run, targets=parse_targets(args.target_rate),
         policy=Policy(headroom=args.headroom, margin=args.margin), topology_file=args.topology_file,
@@ -79,8 +82,12 @@ def cmd_capacity(args: argparse.Namespace) -> int:
 
 
 def cmd_packing(args: argparse.Namespace) -> int:
-    from squall.reports.packing_report import PackingOptions, packing_report
+    from squall.reports.inputs import load_cluster_view
+    from squall.reports.packing_report import PackingOptions, find_topology_files, packing_report
 
+    find_topology_files(tuple(args.topologies))  # fail fast, before Spark starts
+    if args.cluster_view:
+        load_cluster_view(args.cluster_view)
     options = PackingOptions(topologies=tuple(args.topologies), cluster_view=args.cluster_view,
                              config_path=args.config_path, charts=not args.no_charts)
     return _run(args, "packing", lambda spark, progress: packing_report(options, spark, progress))
@@ -91,12 +98,17 @@ def _run(args: argparse.Namespace, kind: str, build: Any) -> int:
     from squall.reports.progress import SparkProgress
     from squall.reports.session import spark_session
 
-    spark = spark_session(args.master, app_name=f"squall-report-{kind}")
+    from pyspark.sql import SparkSession
+
+    existing = SparkSession.getActiveSession()  # e.g. a test's session: reuse it, leave it running
+    spark = existing if existing is not None and args.master is None else spark_session(
+        args.master, app_name=f"squall-report-{kind}")
     try:
         with SparkProgress(spark, enabled=not args.no_progress) as progress:
             report = build(spark, progress)
     finally:
-        spark.stop()
+        if spark is not existing:
+            spark.stop()
     out = args.out or default_out(kind, report)
     paths = write_report(report, out)
     if args.json:

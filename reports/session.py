@@ -3,9 +3,29 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
+import warnings
 from typing import Any, Optional
 
 DEFAULT_MASTER = "local[*]"
+
+_LOG4J = """rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+def _log4j_file() -> str:
+    """A log4j2 config that keeps Spark's JVM to errors (written once per process)."""
+    path = os.path.join(tempfile.gettempdir(), f"squall-report-log4j2-{os.getuid()}.properties")
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write(_LOG4J)
+    return path
 
 
 def spark_session(master: Optional[str] = None, app_name: str = "squall-report", driver_memory: str = "4g") -> Any:
@@ -19,6 +39,7 @@ def spark_session(master: Optional[str] = None, app_name: str = "squall-report",
     master = master or DEFAULT_MASTER
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
     from pyspark.sql import SparkSession
 
     builder = (
@@ -28,6 +49,7 @@ def spark_session(master: Optional[str] = None, app_name: str = "squall-report",
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "8" if master.startswith("local") else "200")
         .config("spark.driver.memory", driver_memory)
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_log4j_file()}")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.jsonGenerator.ignoreNullFields", "false")
     )
