@@ -8,6 +8,7 @@ from squall.conf import Config
 from squall.errors import SquallError
 from squall.idl import schema
 from squall.logical import find_component
+from squall.packing import repack
 from squall.scheduler.launcher import make_scheduler, registered_instances
 from squall.state import AlreadyExists, Kind, StateManager
 
@@ -97,8 +98,6 @@ def update(
             raise SquallError(str(e.args[0])) from None
         if isinstance(par, bool) or not isinstance(par, int) or par < 1:
             raise SquallError(f"--component-parallelism {component}={par}: must be a positive integer")
-    from squall.packing import repack  # TODO(lead): top-level once packing's repack lands
-
     with _Locked(state, name):
         current = state.get(Kind.PACKING_PLAN, name)
         proposed, diff = repack(topology, current, dict(parallelism), base)

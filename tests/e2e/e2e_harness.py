@@ -1,0 +1,87 @@
+"""A local Squall cluster for end-to-end tests: real executors, processes and sockets.
+
+Each test gets its own ``SQUALL_HOME``; whatever a test leaves running is
+killed afterwards and reported as a failure.
+"""
+import glob
+import json
+import os
+import sys
+import time
+from collections import Counter
+
+import psutil
+import pytest
+
+from squall.cli import main
+
+TOPOLOGIES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "topologies")
+sys.path.insert(0, TOPOLOGIES)  # shared helpers of the test topologies (corpus.py)
+
+
+class LocalCluster:
+    def __init__(self, home, capsys):
+        self.home = str(home)
+        self.capsys = capsys
+
+    def squall(self, *argv, expect=0):
+        code = main(list(argv))
+        out, err = self.capsys.readouterr()
+        assert code == expect, f"squall {' '.join(argv)} exited {code}:\n{out}\n{err}"
+        return out, err
+
+    def submit(self, name, *props):
+        args = ["submit", os.path.join(TOPOLOGIES, f"{name}.py")]
+        for p in props:
+            args += ["--config-property", p]
+        return self.squall(*args)
+
+    def processes(self):
+        """Live processes that belong to this cluster (their command names its state root)."""
+        root = os.path.join(self.home, "state")
+        found = []
+        for p in psutil.process_iter(["cmdline", "status"]):
+            if p.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if root in " ".join(p.info["cmdline"] or []):
+                found.append(p)
+        return found
+
+    def run_dir(self, topology):
+        runs = sorted(glob.glob(os.path.join(self.home, "topologies", topology, "*")))
+        return runs[-1]
+
+
+def read_counts(out_dir, prefix="count-"):
+    """Per-task counters written by test bolts (``<prefix><task>.json``)."""
+    per_task = {}
+    for path in glob.glob(os.path.join(out_dir, f"{prefix}*.json")):
+        task = int(os.path.basename(path)[len(prefix):-len(".json")])
+        with open(path) as f:
+            per_task[task] = Counter(json.load(f))
+    return per_task
+
+
+def wait_until(predicate, timeout=60.0, interval=0.2, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+@pytest.fixture
+def cluster(tmp_path, monkeypatch, capsys):
+    home = tmp_path / "home"
+    monkeypatch.setenv("SQUALL_HOME", str(home))
+    c = LocalCluster(home, capsys)
+    yield c
+    leftovers = c.processes()
+    for p in leftovers:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    assert not leftovers, f"processes left running: {[p.info['cmdline'] for p in leftovers]}"

@@ -1,0 +1,75 @@
+"""Activate/deactivate, scaling with update, restarting, crashing instances."""
+import glob
+import json
+import os
+import time
+from collections import Counter
+
+import psutil
+from e2e_harness import wait_until
+
+from squall.state import Kind, LocalStateManager
+
+
+def counted(out_dir):
+    total = Counter()
+    for path in glob.glob(os.path.join(out_dir, "count-*.json")):
+        with open(path) as f:
+            total.update(json.load(f))
+    return total
+
+
+def test_deactivate_stops_spouts_and_activate_resumes(cluster, tmp_path):
+    out = str(tmp_path / "out")
+    os.mkdir(out)
+    cluster.submit("wc_update", f"e2e.out.dir={out}", "e2e.sentences=100000", "e2e.sentences.per.sec=200")
+    wait_until(lambda: sum(counted(out).values()) > 100, what="words to be counted")
+    cluster.squall("deactivate", "wc_update")
+    shown, _ = cluster.squall("show", "wc_update", "--json")
+    assert json.loads(shown)["confirmed_status"] == "PAUSED"
+    time.sleep(1.5)  # in-flight tuples drain and the last tick writes them
+    paused = sum(counted(out).values())
+    time.sleep(2.0)
+    assert sum(counted(out).values()) == paused, "spouts kept emitting while deactivated"
+    cluster.squall("activate", "wc_update")
+    wait_until(lambda: sum(counted(out).values()) > paused + 100, what="counting to resume")
+    cluster.squall("kill", "wc_update")
+
+
+def test_crashing_instance_is_restarted_and_logged(cluster, tmp_path):
+    out = str(tmp_path / "out")
+    os.mkdir(out)
+    cluster.submit("crashy", f"e2e.out.dir={out}")
+    run_dir = cluster.run_dir("crashy")
+    logs = glob.glob(os.path.join(run_dir, "logs", "container-*", "instance-*-boom.log"))
+    assert len(logs) == 1
+    # the bolt raises on its first tuple; its traceback is in its own log
+    wait_until(lambda: "ZeroDivisionError: planted failure" in open(logs[0]).read(), what="the traceback in the log")
+    # and it is restarted: a second process writes its marker file
+    wait_until(lambda: len(glob.glob(os.path.join(out, "started-*"))) >= 2, timeout=60, what="a restart")
+    logged, _ = cluster.squall("logs", "crashy", "--component", "boom")
+    assert "planted failure" in logged
+    cluster.squall("kill", "crashy")
+
+
+def test_restart_container_replaces_its_processes(cluster, tmp_path):
+    out = str(tmp_path / "out")
+    os.mkdir(out)
+    cluster.submit("wc_update", f"e2e.out.dir={out}", "e2e.sentences=100000")
+    state = LocalStateManager(os.path.join(cluster.home, "state"))
+    old = state.get(Kind.SCHEDULER, "wc_update").executor_pids
+    cluster.squall("restart", "wc_update", "--container", "1")
+    new = state.get(Kind.SCHEDULER, "wc_update").executor_pids
+    assert new[1] != old[1] and new[2] == old[2] and new[0] == old[0]
+    assert not psutil.pid_exists(old[1]) or psutil.Process(old[1]).status() == psutil.STATUS_ZOMBIE
+    before = sum(counted(out).values())
+    wait_until(lambda: sum(counted(out).values()) > before + 100, timeout=60, what="counting after restart")
+    cluster.squall("restart", "wc_update", "--container", "7", expect=2)
+    cluster.squall("kill", "wc_update")
+
+
+def test_user_errors_exit_2(cluster):
+    cluster.squall("kill", "nope", expect=2)
+    cluster.squall("show", "nope", expect=2)
+    cluster.squall("activate", "nope", expect=2)
+    cluster.squall("update", "nope", "--component-parallelism", "x=2", expect=2)

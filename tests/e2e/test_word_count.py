@@ -1,0 +1,42 @@
+"""Word count end to end on the local cluster: exact counts, then nothing left behind."""
+import os
+
+from e2e_harness import read_counts, wait_until
+
+from corpus import expected as expected_counts
+
+from squall.state import Kind, LocalStateManager
+
+
+def test_word_count_is_exact_and_kill_leaves_nothing(cluster, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    expected = expected_counts(2000)
+    stdout, _ = cluster.submit("wc_finite", f"e2e.out.dir={out}")
+    assert "topology 'wc_finite' is running: 6 instances in 2 containers" in stdout
+
+    total = sum(expected.values())
+    wait_until(lambda: sum(sum(c.values()) for c in read_counts(str(out)).values()) >= total,
+               timeout=90, what=f"{total} words counted")
+    per_task = read_counts(str(out))
+    merged = sum(per_task.values(), start=type(expected)())
+    assert merged == expected
+    # fields grouping: every word was counted by exactly one task
+    owners = {}
+    for task, counts in per_task.items():
+        for word in counts:
+            assert word not in owners, f"{word} counted by tasks {owners[word]} and {task}"
+            owners[word] = task
+
+    listed, _ = cluster.squall("list")
+    assert "wc_finite" in listed and "RUNNING" in listed
+    shown, _ = cluster.squall("show", "wc_finite")
+    assert "stmgr" in shown and "instance count[0]" in shown
+
+    run_dir = cluster.run_dir("wc_finite")
+    cluster.squall("kill", "wc_finite")
+    assert cluster.processes() == []
+    state = LocalStateManager(os.path.join(cluster.home, "state"))
+    assert all(state.get(kind, "wc_finite") is None for kind in Kind)
+    assert os.path.isdir(os.path.join(run_dir, "logs")) and os.listdir(os.path.join(run_dir, "metrics"))
+    cluster.squall("kill", "wc_finite", expect=2)
