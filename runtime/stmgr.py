@@ -158,13 +158,13 @@ class StreamManager:
         elif kind == "tmaster":
             self.tmaster = None
             log.warning("lost the topology master; reconnecting")
-            self.loop.call_later(RETRY_SECS, self._spawn, self.connect_tmaster())
+            self.loop.call_later(RETRY_SECS, lambda: self.closing or self._spawn(self.connect_tmaster()))
         elif kind == "peer_out":
             link = self.peers.get(tag[1])
             if link is not None and link.conn is conn and not link.closed:
                 link.conn = None
                 log.warning("lost the stream manager of container %d; reconnecting", tag[1])
-                self.loop.call_later(RETRY_SECS, self._spawn, self.connect_peer(link))
+                self.loop.call_later(RETRY_SECS, lambda: self.closing or self._spawn(self.connect_peer(link)))
         elif kind == "peer_in":
             if tag[1] in self.bp_remote:
                 self.bp_remote.discard(tag[1])
@@ -406,6 +406,7 @@ class StreamManager:
             self._spawn(self.connect_peer(link))
         if self.tmaster_locator is not None:
             self._spawn(self.connect_tmaster())
+        self._spawn(self.connect_metrics())
         self._spawn(self.periodic())
         log.info("stream manager of container %d listening on port %d", self.container, self.data_port)
         try:

@@ -89,7 +89,7 @@ class LocalRun:
                 if {i.id.task_id for i in pplan.instances} == want and (predicate is None or predicate(pplan)):
                     return pplan
             for c, p in self.procs.items():
-                if p.poll() is not None:
+                if p.poll() is not None and p.returncode != 0:
                     raise RuntimeError(f"executor of container {c} exited with {p.returncode}:\n{self.logs()}")
             time.sleep(0.1)
         raise TimeoutError(f"no complete physical plan within {timeout}s:\n{self.logs()}")

@@ -1,0 +1,19 @@
+import os
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOPOLOGIES = os.path.join(HERE, "topologies")
+
+
+@pytest.fixture
+def topo_path():
+    def path(name):
+        return os.path.join(TOPOLOGIES, name)
+    return path
+
+
+def pytest_configure(config):
+    if TOPOLOGIES not in sys.path:
+        sys.path.insert(0, TOPOLOGIES)
