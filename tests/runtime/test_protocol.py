@@ -1,0 +1,93 @@
+"""Real sockets against a real stream manager: handshake, routing, bad frames."""
+import asyncio
+import socket
+import struct
+import threading
+import time
+
+import msgpack
+import pytest
+
+from squall.idl import schema
+from squall.runtime.protocol import (DATA, BlockingConnection, FrameReader, ProtocolError, data_frame, frame,
+                                     frame_dest, listen_socket)
+from squall.runtime.stmgr import StreamManager
+
+SECRET = "s3cret"
+
+
+@pytest.fixture
+def stmgr():
+    sm = StreamManager("t", SECRET, 1, "127.0.0.1", spouts={"spout"}, high_bytes=1 << 20, low_bytes=1 << 19,
+                       max_frame=1 << 20)
+    listener = listen_socket("127.0.0.1")
+    port = listener.getsockname()[1]
+    loop = asyncio.new_event_loop()
+    th = threading.Thread(target=lambda: loop.run_until_complete(sm.serve(listener)), daemon=True)
+    th.start()
+    time.sleep(0.2)
+    yield sm, port
+    sm.stop()
+    th.join(5)
+
+
+def connect(port, task, secret=SECRET, component="bolt"):
+    return BlockingConnection.connect("127.0.0.1", port, secret, schema.Role.INSTANCE, 1, task_id=task,
+                                      component=component)
+
+
+def wait_for(cond, timeout=5):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_frame_reader_splits_and_refuses_garbage():
+    r = FrameReader(max_frame=100)
+    f = data_frame(7, b"abc") + frame(4, b"x")
+    assert r.feed(f[:3]) == []
+    out = r.feed(f[3:])
+    assert [x[4] for x in out] == [DATA, 4] and frame_dest(out[0]) == 7
+    with pytest.raises(ProtocolError, match="out of range"):
+        FrameReader(max_frame=100).feed(struct.pack(">IB", 1000, 3))
+    with pytest.raises(ProtocolError, match="unknown frame type"):
+        FrameReader().feed(struct.pack(">IB", 1, 99))
+
+
+def test_local_routing_without_decoding(stmgr):
+    sm, port = stmgr
+    a, b = connect(port, 1), connect(port, 2)
+    assert wait_for(lambda: set(sm.local) == {1, 2})
+    payload = b"\xc1 not even msgpack"  # the stream manager must not decode it
+    a.send(data_frame(2, payload))
+    got = b.recv_frame(5)
+    assert frame_dest(got) == 2 and got[9:] == payload
+
+
+def test_wrong_secret_is_refused(stmgr):
+    sm, port = stmgr
+    bad = connect(port, 3, secret="wrong")
+    with pytest.raises(ProtocolError, match="closed"):
+        bad.recv_frame(5)
+    assert 3 not in sm.local
+
+
+def test_malformed_frame_closes_only_that_connection(stmgr):
+    sm, port = stmgr
+    good_a, good_b = connect(port, 1), connect(port, 2)
+    evil = connect(port, 5)
+    assert wait_for(lambda: set(sm.local) == {1, 2, 5})
+    evil.send(struct.pack(">IB", 3, 77) + b"zz")  # unknown frame type
+    with pytest.raises(ProtocolError):
+        evil.recv_frame(5)
+    assert wait_for(lambda: 5 not in sm.local)
+    good_a.send(data_frame(2, msgpack.packb([1, [["default", [["x"]]]]])))
+    assert frame_dest(good_b.recv_frame(5)) == 2
+    # a client that sends data before HELLO is closed too
+    raw = socket.create_connection(("127.0.0.1", port))
+    raw.sendall(data_frame(2, b"sneaky"))
+    raw.settimeout(5)
+    assert wait_for(lambda: raw.recv(4096) == b"", 5)

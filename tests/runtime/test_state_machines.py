@@ -1,0 +1,113 @@
+"""Role state machines without sockets: executor diff, plan builder, backpressure, metrics."""
+import json
+
+from squall.idl import schema
+from squall.runtime.executor import ProcessSpec, RestartPolicy, diff, wanted_processes
+from squall.runtime.metricsmgr import COLUMNS, row_dict
+from squall.runtime.stmgr import StreamManager
+from squall.runtime.tmaster import MetricsStore, PlanBuilder
+
+RES = schema.Resources(cpu=1.0, ram_mb=128, disk_mb=1)
+
+
+def cplan(cid, tasks):
+    return schema.ContainerPlan(id=cid, resources=RES, padding=RES, instances=[
+        schema.InstancePlan(id=schema.InstanceId(comp, t, i), resources=RES) for i, (comp, t) in enumerate(tasks)])
+
+
+def test_executor_diff_touches_only_the_difference():
+    before = wanted_processes(1, cplan(1, [("a", 1), ("b", 2)]))
+    after = wanted_processes(1, cplan(1, [("a", 1), ("b", 3)]))
+    assert set(before) == {"metricsmgr", "stmgr", "instance-1-a", "instance-2-b"}
+    start, stop = diff(before, after)
+    assert [s.name for s in start] == ["instance-3-b"] and stop == ["instance-2-b"]
+    assert diff(after, after) == ([], [])
+    assert set(wanted_processes(0, None)) == {"metricsmgr", "tmaster"}
+    assert wanted_processes(0, None)["tmaster"] == ProcessSpec("tmaster", "tmaster")
+
+
+def test_restart_backoff_doubles_up_to_the_cap():
+    p = RestartPolicy(backoff=1, backoff_max=5, max_restarts=3)
+    assert [p.delay(n) for n in (1, 2, 3, 4, 10)] == [1, 2, 4, 5, 5]
+
+
+def reg(cid, tasks, pid=10):
+    return schema.RegisterStMgr(
+        stmgr=schema.StMgrLocation(container=cid, host="h", data_port=1000 + cid, pid=pid),
+        instances=[schema.InstanceLocation(id=schema.InstanceId(c, t, -1), container=cid, pid=pid + t)
+                   for c, t in tasks])
+
+
+def test_plan_builder_waits_for_everything_and_refuses_unknown_containers():
+    packing = schema.PackingPlan(id="p1", algorithm="x", granularity="task",
+                                 containers=[cplan(1, [("a", 1)]), cplan(2, [("b", 2), ("b", 3)])])
+    b = PlanBuilder("t", None, packing, schema.TopologyStatus.RUNNING)
+    assert "not in packing plan" in b.register(reg(9, []))
+    assert b.register(reg(1, [("a", 1)])) is None
+    assert b.build() is None and b.missing() == {2: "stmgr"}
+    b.register(reg(2, [("b", 2)]))
+    assert b.build() is None and b.missing() == {2: [3]}
+    b.register(reg(2, [("b", 2), ("b", 3)]))
+    pplan = b.build()
+    assert [(i.id.task_id, i.container, i.pid, i.id.component_index) for i in pplan.instances] == [
+        (1, 1, 11, 0), (2, 2, 12, 0), (3, 2, 13, 1)]
+    b.status = schema.TopologyStatus.PAUSED
+    assert b.build().status == schema.TopologyStatus.PAUSED
+
+
+class FakeConn:
+    def __init__(self, tag):
+        self.tag, self.paused, self.written = tag, False, []
+        self.closed, self.authenticated = False, True
+
+    def pause_reading(self, paused):
+        self.paused = paused
+
+    def write(self, data):
+        self.written.append(data)
+
+    def unsent(self):
+        return 0
+
+
+def test_backpressure_marks_pause_local_spouts_and_tell_peers():
+    sm = StreamManager("t", "s", 1, "h", spouts={"spout"}, high_bytes=100, low_bytes=50, max_frame=1000)
+    spout, bolt = FakeConn(("instance", 1, "spout", 1)), FakeConn(("instance", 2, "bolt", 2))
+    sm.local = {1: spout, 2: bolt}
+    peer = type("L", (), {})()
+    peer.conn, peer.buffered, peer.unsent = FakeConn(("peer_out", 2)), 0, lambda: 0
+    sm.peers = {2: peer}
+    sm.write_paused(bolt, True)  # a connection crossed the high water mark
+    assert spout.paused and not bolt.paused and sm.bp_self
+    assert b"\x01" in peer.conn.written[-1] or peer.conn.written  # a Backpressure(on) control frame
+    sm.write_paused(bolt, False)  # back under the low mark
+    assert not spout.paused and not sm.bp_self
+    # another container's backpressure also throttles local spouts
+    sm.bp_remote.add(2)
+    sm._apply_throttle()
+    assert spout.paused
+    assert sm.backpressure_ms() >= 0
+
+
+def test_metrics_rows_have_the_documented_columns_and_totals():
+    row = schema.MetricsRow(ts=1.0, interval_secs=2.0, process="instance", component="c", task_id=3,
+                            emit_count=10, execute_count=4, ack_count=0, fail_count=0, execute_latency_ms=0.5,
+                            process_latency_ms=None, complete_latency_ms=None, queue_depth=0,
+                            backpressure_ms=0.0, user=json.dumps({"m": 1}), pid=1, container=1)
+    line = row_dict(row, "t", "r", "h", (12.5, 30.0, 2), {3: (0.5, 256)})
+    assert tuple(line) == COLUMNS and line["cpu_requested"] == 0.5 and line["user"] == {"m": 1}
+    store = MetricsStore()
+    store.add(row)
+    store.add(row)
+    resp = store.response()
+    assert resp.components[0].emitted == 20 and resp.components[0].emit_rate == 5.0
+    assert resp.tasks[0].execute_latency_ms == 0.5
+
+
+def test_columns_match_docs_metrics_md():
+    import os
+    import re
+
+    doc = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "metrics.md")
+    names = re.findall(r"^\| `([a-z_]+)` \|", open(doc).read(), re.M)
+    assert tuple(names) == COLUMNS
