@@ -1,0 +1,193 @@
+"""Throughput benchmarks; prints figures, asserts nothing.
+
+    .venv/bin/python bench/throughput.py [--seconds 5] [--batch 1000]
+
+Runtime section (this file's first part):
+- baseline: a plain Python two-process msgpack-over-TCP pipeline doing split
+  and count (sentences packed in batches of --batch, the receiver unpacks,
+  splits and counts words in a Counter) - the physical limit of Python here.
+- stream manager forwarding: one real stream manager (squall.runtime.stmgr,
+  in its own process) fed by a real feeder process over loopback with DATA
+  frames of --batch small tuples, forwarding them to a sink process; frames
+  and tuples per second through it.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import msgpack
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SECRET = "bench-secret"
+WORDS = "the quick brown fox jumps over lazy dog stream storm heron squall spark yarn".split()
+
+
+def sentence(i: int) -> str:
+    n = 3 + (i * 7) % 6
+    return " ".join(WORDS[(i * 31 + k * 17) % len(WORDS)] for k in range(n))
+
+
+def _child(role: str, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, os.path.abspath(__file__), "_" + role, *args],
+                            stdout=subprocess.PIPE, text=True)
+
+
+# ------------------------------------------------------------------ baseline
+def baseline_producer(port: int, seconds: float, batch: int) -> None:
+    sock = socket.create_connection(("127.0.0.1", port))
+    sentences = [sentence(i) for i in range(batch)]
+    packb = msgpack.Packer().pack
+    deadline = time.monotonic() + seconds
+    sent = 0
+    while time.monotonic() < deadline:
+        payload = packb([[s] for s in sentences])
+        sock.sendall(len(payload).to_bytes(4, "big") + payload)
+        sent += batch
+    sock.close()
+
+
+def baseline() -> tuple:
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(1)
+    proc = _child("baseline_producer", str(lst.getsockname()[1]), str(ARGS.seconds), str(ARGS.batch))
+    conn, _ = lst.accept()
+    counts: Counter = Counter()
+    buf = bytearray()
+    sentences = words = 0
+    t0 = None
+    while True:
+        data = conn.recv(1 << 20)
+        if not data:
+            break
+        if t0 is None:
+            t0 = time.perf_counter()
+        buf += data
+        pos = 0
+        while len(buf) - pos >= 4:
+            n = int.from_bytes(buf[pos:pos + 4], "big")
+            if len(buf) - pos - 4 < n:
+                break
+            for (s,) in msgpack.unpackb(buf[pos + 4:pos + 4 + n]):
+                ws = s.split()
+                counts.update(ws)
+                words += len(ws)
+                sentences += 1
+            pos += 4 + n
+        del buf[:pos]
+    elapsed = time.perf_counter() - t0
+    proc.wait()
+    return sentences / elapsed, words / elapsed
+
+
+# ------------------------------------------------------------- stmgr forwarding
+def stmgr_process(port_file: str) -> None:
+    from squall.runtime.protocol import listen_socket
+    from squall.runtime.stmgr import StreamManager
+
+    sm = StreamManager("bench", SECRET, 1, "127.0.0.1", spouts={"feeder"}, high_bytes=32 << 20,
+                       low_bytes=16 << 20, max_frame=64 << 20)
+    listener = listen_socket("127.0.0.1")
+    with open(port_file + ".tmp", "w") as f:
+        f.write(str(listener.getsockname()[1]))
+    os.replace(port_file + ".tmp", port_file)
+    loop = asyncio.new_event_loop()
+    import signal
+
+    loop.add_signal_handler(signal.SIGTERM, sm.stop)
+    loop.run_until_complete(sm.serve(listener))
+
+
+def feeder(port: int, seconds: float, batch: int) -> None:
+    from squall.idl import schema
+    from squall.runtime.protocol import BlockingConnection, data_frame
+
+    conn = BlockingConnection.connect("127.0.0.1", port, SECRET, schema.Role.INSTANCE, 1, task_id=1,
+                                      component="feeder")
+    frame = data_frame(2, msgpack.packb([1, [["default", [[WORDS[i % len(WORDS)]] for i in range(batch)]]]]))
+    chunk = frame * 16
+    time.sleep(0.3)  # let the sink connect
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        conn.sock.sendall(chunk)
+    conn.close()
+
+
+def sink(port: int, seconds: float, batch: int) -> None:
+    from squall.idl import schema
+    from squall.runtime.protocol import BlockingConnection
+
+    conn = BlockingConnection.connect("127.0.0.1", port, SECRET, schema.Role.INSTANCE, 1, task_id=2,
+                                      component="sink")
+    sock = conn.sock
+    frames = 0
+    first = last = None
+    sock.settimeout(1.0)
+    while True:
+        try:
+            data = sock.recv(1 << 20)
+        except socket.timeout:
+            if first is not None:
+                break
+            continue
+        if not data:
+            break
+        now = time.perf_counter()
+        if first is None:
+            first = now
+        last = now
+        frames += len(conn.reader.feed(data))
+    print(frames, last - first if first else 0.0)
+
+
+def stmgr_forwarding() -> tuple:
+    import tempfile
+
+    port_file = os.path.join(tempfile.mkdtemp(), "port")
+    sm = subprocess.Popen([sys.executable, os.path.abspath(__file__), "_stmgr", port_file])
+    try:
+        while not os.path.exists(port_file):
+            time.sleep(0.05)
+        port = open(port_file).read()
+        snk = _child("sink", port, str(ARGS.seconds), str(ARGS.batch))
+        fd = _child("feeder", port, str(ARGS.seconds), str(ARGS.batch))
+        fd.wait()
+        frames, elapsed = snk.communicate()[0].split()
+        frames, elapsed = int(frames), float(elapsed)
+    finally:
+        sm.terminate()
+        sm.wait()
+    return frames / elapsed, frames * ARGS.batch / elapsed
+
+
+def main() -> None:
+    print(f"# Runtime throughput ({ARGS.seconds:g}s per figure, batches of {ARGS.batch} tuples, "
+          f"{os.cpu_count()} cores)")
+    s, w = baseline()
+    print(f"baseline two-process msgpack/TCP split+count: {s:,.0f} sentences/s, {w:,.0f} words/s")
+    f, t = stmgr_forwarding()
+    print(f"stream manager forwarding (feeder -> stmgr -> sink): {f:,.0f} frames/s, {t:,.0f} tuples/s")
+    print(f"stmgr tuples/s vs baseline words/s: {t / w:.2f}x")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1].startswith("_"):
+        role, rest = sys.argv[1][1:], sys.argv[2:]
+        if role == "stmgr":
+            stmgr_process(rest[0])
+        else:
+            fn = {"baseline_producer": baseline_producer, "feeder": feeder, "sink": sink}[role]
+            fn(int(rest[0]), float(rest[1]), int(rest[2]))
+        sys.exit(0)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seconds", type=float, default=5.0)
+    p.add_argument("--batch", type=int, default=1000)
+    ARGS = p.parse_args()
+    main()
