@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -19,10 +20,13 @@ NAME = "word_count"
 SQUALL = [sys.executable, "-m", "squall.cli"]
 
 
-def squall(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    print(f"\n$ squall {' '.join(args)}", flush=True)
+def squall(*args: str, check: bool = True, quiet: bool = False) -> subprocess.CompletedProcess:
+    """Run a squall command as a user would, echoing it and (unless quiet) its output."""
+    if not quiet:
+        print(f"\n$ squall {' '.join(args)}", flush=True)
     result = subprocess.run(SQUALL + list(args), stdout=subprocess.PIPE, text=True)
-    sys.stdout.write(result.stdout)
+    if not quiet:
+        sys.stdout.write(result.stdout)
     if check and result.returncode != 0:
         sys.exit(f"demo: `squall {' '.join(args)}` failed with exit status {result.returncode}")
     return result
@@ -63,18 +67,15 @@ def main() -> int:
     seconds = float(os.environ.get("DEMO_SECONDS", "30"))
     squall("validate", TOPOLOGY_FILE)
     squall("pack", TOPOLOGY_FILE)
-    if squall("list", "--json").stdout.find(f'"name": "{NAME}"') >= 0:
+    if any(t["name"] == NAME for t in json.loads(squall("list", "--json", quiet=True).stdout)):
         squall("kill", NAME)
     squall("submit", TOPOLOGY_FILE)
     try:
         live_view(seconds)
         squall("metrics", NAME)
-        run_dir = squall("show", NAME, "--json").stdout
+        run_dir = json.loads(squall("show", NAME, "--json", quiet=True).stdout)["run_dir"]
     finally:
         squall("kill", NAME, check=False)
-    import json
-
-    run_dir = json.loads(run_dir)["run_dir"]
     report = squall(
         "report", "capacity", "--metrics", os.path.join(run_dir, "metrics"), "--topology", NAME,
         "--out", os.path.join(run_dir, "report"), check=False,
@@ -82,7 +83,7 @@ def main() -> int:
     if report.returncode != 0:
         print("demo: the capacity report did not run (see above)", file=sys.stderr)
         return report.returncode
-    print(f"\nreport: {os.path.join(run_dir, 'report', 'index.html')}")
+    print(f"\nthe demo's report: {os.path.join(run_dir, 'report', 'report.html')}")
     return 0
 
 
