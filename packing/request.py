@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Mapping, Optional
 
-from squall.conf import Config
+from squall.conf import Config, base_config
 from squall.logical import component_config, topology_config
 from squall.packing.errors import PackingError
 from squall.packing.resources import Res
@@ -127,6 +127,8 @@ def build_request(
 
     ``parallelism`` overrides components' parallelism (repacking).
     """
+    if base is None:
+        base = base_config()  # once: every component_config below reuses it
     config = topology_config(topology, base)
     algorithm = choose(algorithm, config, "squall.packing.algorithm", ALGORITHMS)
     granularity = choose(granularity, config, "squall.packing.granularity", GRANULARITIES)
