@@ -203,7 +203,7 @@ def _evaluate(topology: Any, recs: list, base: Any, view: Optional[ClusterView],
 
     recommended = plans.with_recommendation(topology, recs)
     data = encode(recommended)
-    layer = {k: base[k] for k in base if k.startswith(("squall.", "topology."))}
+    layer = plans.report_layer(base)
     view_json = json.dumps(_view_dict(view)) if view is not None else None
     rows = [plans.evaluate_policy((name, data, a, g, layer, view_json)) for a, g in plans.POLICIES]
     return plans.rank(rows)

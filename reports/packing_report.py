@@ -67,7 +67,7 @@ def evaluate_all(spark: Any, topologies: list, base: Any, view_json: Optional[st
     """One Spark task per topology × policy; rows in a deterministic order."""
     from squall.idl import encode
 
-    layer = {k: base[k] for k in base if k.startswith(("squall.", "topology."))}
+    layer = plans.report_layer(base)
     tasks = [(name, encode(plan), a, g, layer, view_json) for name, plan in topologies for a, g in plans.POLICIES]
     rdd = spark.sparkContext.parallelize(tasks, max(1, len(tasks)))
     rows = rdd.map(plans.evaluate_policy).collect()

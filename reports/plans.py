@@ -44,6 +44,24 @@ class Yarn:
         return vcores, memory
 
 
+def yarn_caps(config: Mapping[str, Any]) -> dict:
+    """Config changes that make task-granularity containers fit YARN: the container
+    caps ``squall.container.max.cpu|ram.mb`` lowered to YARN's maximum allocation."""
+    return {
+        "squall.container.max.cpu": float(min(config["squall.container.max.cpu"],
+                                              config["squall.yarn.max.allocation.vcores"])),
+        "squall.container.max.ram.mb": int(min(config["squall.container.max.ram.mb"],
+                                               config["squall.yarn.max.allocation.mb"])),
+    }
+
+
+def report_layer(config: Mapping[str, Any]) -> dict:
+    """The config layer shipped to every Spark task: Squall's keys, with ``yarn_caps`` applied."""
+    layer = {k: config[k] for k in config if k.startswith(("squall.", "topology."))}
+    layer.update(yarn_caps(config))
+    return layer
+
+
 def plan_cost(plan: Mapping[str, Any], yarn: Yarn) -> dict:
     """Totals of a plan (``plan_to_json`` shape): requested, needed, padding, YARN shape and waste."""
     containers = plan["containers"]

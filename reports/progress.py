@@ -69,4 +69,4 @@ def render(label: str, done: int, total: int) -> str:
     if total <= 0:
         return f"[{'.' * WIDTH}] {label}"
     filled = int(WIDTH * done / total)
-    return f"[{'#' * filled}{'.' * (WIDTH - filled)}] {label}: tasks {done}/{total}"
+    return f"[{'#' * filled}{'.' * (WIDTH - filled)}] {done}/{total} tasks: {label}"

@@ -34,6 +34,7 @@ def test_every_topology_times_every_policy_matches_pack(report, topology_dir):
     rows = rows_of(report, "per_topology")
     assert len(rows) == 6 * 6
     base = base_config()
+    base = base.with_layer(plans.yarn_caps(base), "report")
     yarn = plans.Yarn.from_config(base)
     checked = 0
     for path in sorted(topology_dir.glob("*.py")):
