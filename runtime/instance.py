@@ -291,6 +291,9 @@ def run(env: Any) -> int:
     component = mine[0].id.component
     inst = Instance(env.topology, component, task, env.args.container, env.config,
                     batch_size=int(env.config["squall.instance.batch.size"]))
+    if env.config["topology.reliability.mode"] == "ATLEAST_ONCE":
+        log.warning("topology.reliability.mode is ATLEAST_ONCE but this runtime delivers at-most-once "
+                    "(no tuple tracking yet): spout ack/fail will not be called; see docs/protocol.md")
     stop = []
     signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
     signal.signal(signal.SIGINT, lambda *a: stop.append(1))

@@ -31,6 +31,9 @@ COLUMNS = ("ts", "interval_secs", "topology", "run_id", "container", "host", "pr
            "rss_mb", "threads", "cpu_requested", "ram_requested_mb", "user")
 
 
+MAX_UNFORWARDED = 100_000
+
+
 class ProcessStats:
     """psutil figures per pid; cpu % is measured between two calls."""
 
@@ -90,6 +93,7 @@ class MetricsManager:
         self.env = env
         self.container = env.args.container
         self.pending: list = []
+        self.to_forward: list = []
         self.stats = ProcessStats()
         self.host = socket.gethostname()
         self.path = os.path.join(env.run_dir, "metrics", f"container-{self.container}.jsonl")
@@ -168,8 +172,11 @@ class MetricsManager:
             last = now
             if self.tmaster is None or self.tmaster.closed:
                 await self.connect_tmaster()
+            # rows wait (bounded) until the topology master's connection is up: its totals stay exact
+            self.to_forward = (self.to_forward + rows)[-MAX_UNFORWARDED:]
             if self.tmaster is not None and self.tmaster.authenticated and not self.tmaster.closed:
-                self.tmaster.write(control_frame(metrics=rows))
+                self.tmaster.write(control_frame(metrics=self.to_forward))
+                self.to_forward = []
 
     async def serve(self) -> None:
         from squall.state import Kind

@@ -262,6 +262,33 @@ class TMaster:
                 if conn.tag and conn.tag[0] == "stmgr" and now - seen > self.hb_timeout:
                     conn.abort(f"no heartbeat for {now - seen:.1f}s")
 
+    async def report_metrics(self) -> None:
+        """Send this process's own row to container 0's metrics manager every bucket."""
+        port = self.env.launch.get("metricsmgr_port")
+        bucket = float(self.env.config["topology.builtin.metrics.bucket.size.secs"])
+        conn: Optional[Connection] = None
+        last = time.time()
+        while port:
+            await asyncio.sleep(bucket)
+            now = time.time()
+            row = schema.MetricsRow(ts=now, interval_secs=now - last, process="tmaster", component="__tmaster",
+                                    task_id=None, emit_count=0, execute_count=0, ack_count=0, fail_count=0,
+                                    queue_depth=0, backpressure_ms=0.0,
+                                    user=json.dumps({"stmgrs": len(self.stmgrs)}), pid=os.getpid(), container=0)
+            last = now
+            if conn is None or conn.closed:
+                try:
+                    host = "127.0.0.1" if self.env.bind_host in ("", "0.0.0.0") else self.env.bind_host
+                    _, conn = await self.loop.create_connection(
+                        lambda: Connection(_Quiet(), self.env.name, self.env.secret, False, self.env.max_frame,
+                                           hello_args={"role": schema.Role.TMASTER, "container": 0}),
+                        host, port)
+                except OSError as e:
+                    log.info("metrics manager not reachable: %s", e)
+                    continue
+            if conn.authenticated:
+                conn.write(control_frame(metrics=[row]))
+
     async def serve(self) -> None:
         from squall.state import AlreadyExists, Kind
 
@@ -294,11 +321,13 @@ class TMaster:
             env.state.watch(Kind.EXECUTION_STATE, env.name, lambda e: call(self.on_execution, e)),
         ]
         hb = self.loop.create_task(self.check_heartbeats())
+        reporter = self.loop.create_task(self.report_metrics())
         log.info("topology master listening on %s:%d", location.host, port)
         try:
             await self.stopped.wait()
         finally:
             hb.cancel()
+            reporter.cancel()
             for cancel in cancels:
                 cancel()
             server.close()
@@ -306,6 +335,19 @@ class TMaster:
 
     def stop(self) -> None:
         self.stopped.set()
+
+
+class _Quiet:
+    """Handler of a client connection that only sends."""
+
+    def ready(self, conn: Connection) -> None:
+        pass
+
+    def lost(self, conn: Connection) -> None:
+        pass
+
+    def frames(self, conn: Connection, frames: list) -> None:
+        raise ProtocolError("unexpected frames")
 
 
 def _conn(handler: Any, env: Any) -> Connection:

@@ -95,7 +95,7 @@ def test_word_topology_end_to_end(tmp_path, topo_path):
             return [json.loads(line) for f in glob.glob(os.path.join(run_dir, "metrics", "*.jsonl"))
                     for line in open(f)]
 
-        _wait(lambda: {r["process"] for r in rows()} >= {"instance", "stmgr", "metricsmgr"}, 10, "rows", run)
+        _wait(lambda: {r["process"] for r in rows()} >= {"instance", "stmgr", "metricsmgr", "tmaster"}, 10, "rows", run)
         rows = rows()
         assert rows and all(tuple(r) == COLUMNS for r in rows)
         assert {r["process"] for r in rows} >= {"instance", "stmgr", "metricsmgr"}
