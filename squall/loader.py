@@ -1,6 +1,7 @@
 """Loading a topology file: a Python module exposing exactly one topology."""
 from __future__ import annotations
 
+import copy
 import importlib.util
 import os
 import sys
@@ -23,7 +24,10 @@ def load_topology_file(path: str) -> Topology:
     if not path.endswith(".py"):
         raise SquallError(f"topology file {path} is not a Python file (.py)")
     module = import_topology_module(path)
-    topology = _the_topology(module, path)
+    # A copy: the module (and its topology) stays cached in sys.modules, and
+    # callers change the plan (overrides, --name) for this load only.
+    topology = copy.copy(_the_topology(module, path))
+    topology.warnings = list(topology.warnings)
     topology.plan = schema.Topology(
         name=topology.plan.name,
         components=topology.plan.components,

@@ -151,3 +151,11 @@ def test_every_command_has_help():
         with pytest.raises(SystemExit) as exit_:
             parser.parse_args([name, "--help"])
         assert exit_.value.code == 0
+
+
+def test_overrides_apply_to_one_load_only(capsys):
+    code, out, _ = run(capsys, "validate", WORD_COUNT, "--json", "--config-property", "my.key=1")
+    assert code == 0
+    from squall.loader import load_topology_file
+
+    assert load_topology_file(WORD_COUNT).plan.overrides == {}

@@ -138,7 +138,7 @@ def test_tmaster_container_is_not_in_the_plan(word_count):
     "components, config, kwargs, message",
     [
         ([comp("huge", 1, ram=20000)], {}, {},
-         r"component 'huge': one instance needs ram 20000 MB \(squall.component.ram.mb\) plus 224 MB padding.*squall.container.max.ram.mb=16384"),
+         r"component 'huge': one instance needs ram 20000 MB \(squall.component.ram.mb\) plus 224 MB padding.*squall.container.max.ram.mb=8192"),
         ([comp("fat", 1, cpu=1.8)], {}, {"granularity": "worker"},
          r"component 'fat': one instance needs cpu 1.8 .*worker holds: squall.worker.cpu=2"),
         ([comp("a", 2)], {"topology.workers": 3}, {},

@@ -51,11 +51,12 @@ def test_tmaster_container_zero_is_included_on_request():
 
 
 def test_too_big_for_yarn_names_the_component():
-    t = topo([comp("small", 1, ram=512), comp("hog", 3, ram=3000)])
+    big = {"squall.container.max.ram.mb": 16384, "squall.container.max.cpu": 8}  # above YARN's caps
+    t = topo([comp("small", 1, ram=512), comp("hog", 3, ram=3000)], big)
     plan = pack(t, algorithm="ffd")  # one container of ~10 GB: allowed by squall, not by YARN
     with pytest.raises(PackingError, match=r"container 1 needs 10240 MB .*squall.yarn.max.allocation.mb=8192; component 'hog' makes it that big \(3 instances, 9000 MB\)"):
         yarn_shapes(plan)
-    cpu_hog = topo([comp("spin", 9, cpu=0.5, ram=64)])
+    cpu_hog = topo([comp("spin", 9, cpu=0.5, ram=64)], big)
     with pytest.raises(PackingError, match=r"needs 5 vcores .*squall.yarn.max.allocation.vcores=4; component 'spin'"):
         yarn_shapes(pack(cpu_hog, algorithm="ffd"))
     worker = topo([comp("a", 1)], {"squall.worker.ram.mb": 9000})
