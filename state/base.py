@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from typing import Any, Callable, Optional
 
 from squall.errors import SquallError
-from squall.idl import schema
+from squall.idl import decode, encode, schema
 
 
 class StateError(SquallError):
@@ -105,6 +105,21 @@ class StateManager(ABC):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def encode_record(kind: Kind, value: Any) -> bytes:
+    """The stored bytes of a record: the IDL's encoding, or raw bytes."""
+    return value if kind.struct is None else encode(value)
+
+
+def decode_record(kind: Kind, path: str, data: bytes) -> Any:
+    """A record from its stored bytes; a corrupt one is a StateError naming ``path``."""
+    if kind.struct is None:
+        return data
+    try:
+        return decode(kind.struct, data)
+    except ValueError as e:
+        raise StateError(f"state record {path} is corrupt: {e}") from e
 
 
 def check_name(name: str) -> str:

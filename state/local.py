@@ -15,8 +15,15 @@ from typing import Any, Callable, Optional
 
 import psutil
 
-from squall.idl import decode, encode
-from squall.state.base import AlreadyExists, Kind, StateError, StateManager, check_name
+from squall.state.base import (
+    AlreadyExists,
+    Kind,
+    StateError,
+    StateManager,
+    check_name,
+    decode_record,
+    encode_record,
+)
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +91,7 @@ class LocalStateManager(StateManager):
 
     def put(self, kind: Kind, name: str, value: Any) -> None:
         path = self._path(kind, name)
-        data = value if kind.struct is None else encode(value)
+        data = encode_record(kind, value)
         if kind.ephemeral:
             self._write(path + _OWNER_SUFFIX, _process_identity(os.getpid()).encode())
         self._write(path, data)
@@ -112,12 +119,7 @@ class LocalStateManager(StateManager):
             return None
         except OSError as e:
             raise StateError(f"cannot read state record {path}: {e.strerror}") from e
-        if kind.struct is None:
-            return data
-        try:
-            return decode(kind.struct, data)
-        except ValueError as e:
-            raise StateError(f"state record {path} is corrupt: {e}") from e
+        return decode_record(kind, path, data)
 
     def delete(self, kind: Kind, name: str) -> None:
         path = self._path(kind, name)

@@ -17,8 +17,15 @@ from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
 
-from squall.idl import decode, encode
-from squall.state.base import AlreadyExists, Kind, StateError, StateManager, check_name
+from squall.state.base import (
+    AlreadyExists,
+    Kind,
+    StateError,
+    StateManager,
+    check_name,
+    decode_record,
+    encode_record,
+)
 
 log = logging.getLogger(__name__)
 
@@ -84,12 +91,12 @@ class ZooKeeperStateManager(StateManager):
     def create(self, kind: Kind, name: str, value: Any) -> None:
         path = self._path(kind, name)
         try:
-            self._call(self.client.create, path, self._encode(kind, value), ephemeral=kind.ephemeral, makepath=True)
+            self._call(self.client.create, path, encode_record(kind, value), ephemeral=kind.ephemeral, makepath=True)
         except NodeExistsError:
             raise AlreadyExists(f"state record {path} already exists") from None
 
     def put(self, kind: Kind, name: str, value: Any) -> None:
-        path, data = self._path(kind, name), self._encode(kind, value)
+        path, data = self._path(kind, name), encode_record(kind, value)
         try:
             self._call(self.client.set, path, data)
         except NoNodeError:
@@ -104,7 +111,7 @@ class ZooKeeperStateManager(StateManager):
             data, _ = self._call(self.client.get, path)
         except NoNodeError:
             return None
-        return self._decode(kind, path, data)
+        return decode_record(kind, path, data)
 
     def delete(self, kind: Kind, name: str) -> None:
         try:
@@ -130,23 +137,10 @@ class ZooKeeperStateManager(StateManager):
                 first[0] = False
                 return None
             try:
-                callback(None if data is None else self._decode(kind, path, data))
+                callback(None if data is None else decode_record(kind, path, data))
             except Exception:
                 log.exception("state watch callback for %s failed", path)
             return None
 
         self.client.DataWatch(path, on_change)
         return cancelled.set
-
-    @staticmethod
-    def _encode(kind: Kind, value: Any) -> bytes:
-        return value if kind.struct is None else encode(value)
-
-    @staticmethod
-    def _decode(kind: Kind, path: str, data: bytes) -> Any:
-        if kind.struct is None:
-            return data
-        try:
-            return decode(kind.struct, data)
-        except ValueError as e:
-            raise StateError(f"state record {path} is corrupt: {e}") from e
