@@ -103,6 +103,9 @@ class Executor:
         self.plan_changed = False
         self.sockets: list = []
         self.launch_file = os.path.join(self.log_dir, "launch.json")
+        self.retiring: list = []  # (child, packing plan id, deadline)
+        self.retire_timeout = float(cfg["squall.submit.timeout.secs"])
+        self.leaving: Optional[str] = None  # plan id without this container
 
     # sockets handed to the daemons -------------------------------------------------
     def bind(self) -> None:
@@ -138,15 +141,48 @@ class Executor:
         log.info("started %s (pid %d)%s", spec.name, child.popen.pid,
                  f", restart {child.restarts}" if child.restarts else "")
 
-    def apply(self, wanted: dict) -> None:
+    def apply(self, wanted: dict, plan_id: Optional[str] = None) -> None:
+        """Start what is new now; stop what left once the physical plan of ``plan_id``
+        is published (senders no longer route to it), or after a deadline."""
         current = {n: c.spec for n, c in self.children.items()}
         start, stop = diff(current, wanted)
-        if stop:
-            log.info("stopping %s", stop)
-            self.terminate([self.children.pop(n) for n in stop])
+        for name in stop:
+            child = self.children.pop(name)
+            if plan_id is None:
+                self.terminate([child])
+            else:
+                log.info("%s left the packing plan; stopping it once plan %s is running", name, plan_id)
+                self.retiring.append((child, plan_id, time.monotonic() + self.retire_timeout))
         for spec in start:
             child = self.children[spec.name] = _Child(spec)
             self.start(child)
+
+    def plan_running(self, plan_id: str) -> bool:
+        from squall.state import Kind
+
+        try:
+            pplan = self.env.state.get(Kind.PHYSICAL_PLAN, self.env.name)
+        except Exception as e:  # a record being replaced: try again next round
+            log.debug("cannot read the physical plan: %s", e)
+            return False
+        return pplan is not None and pplan.packing_plan_id == plan_id
+
+    def retire(self, force: bool = False) -> None:
+        now = time.monotonic()
+        keep, done = [], []
+        for child, plan_id, deadline in self.retiring:
+            if force or now >= deadline or self.plan_running(plan_id):
+                if not force and now >= deadline:
+                    log.warning("plan %s not running after %.0fs; stopping %s anyway", plan_id,
+                                self.retire_timeout, child.spec.name)
+                done.append(child)
+            else:
+                keep.append((child, plan_id, deadline))
+        self.retiring = keep
+        if done:
+            time.sleep(0.2 if not force else 0)  # frames already routed to them drain
+            log.info("stopping %s", [c.spec.name for c in done])
+            self.terminate(done)
 
     def check_children(self) -> None:
         now = time.monotonic()
@@ -216,15 +252,25 @@ class Executor:
                         break
                     cplan = self.env.container_plan(plan)
                     if self.container != 0 and cplan is None:
-                        log.info("container %d left the packing plan %s; stopping", self.container, plan.id)
-                        break
-                    self.env.packing = plan
-                    self.apply(wanted_processes(self.container, cplan))
+                        log.info("container %d left the packing plan %s; stopping once it runs",
+                                 self.container, plan.id)
+                        self.leaving, leave_deadline = plan.id, time.monotonic() + self.retire_timeout
+                    else:
+                        self.leaving = None
+                        self.env.packing = plan
+                        self.apply(wanted_processes(self.container, cplan), plan.id)
+                if self.leaving is not None and (self.plan_running(self.leaving)
+                                                 or time.monotonic() > leave_deadline):
+                    time.sleep(0.2)
+                    break
                 self.check_children()
+                if self.retiring:
+                    self.retire()
         finally:
             cancel()
-            log.info("stopping %d processes", len(self.children))
-            self.terminate(list(self.children.values()))
+            log.info("stopping %d processes", len(self.children) + len(self.retiring))
+            self.terminate(list(self.children.values()) + [c for c, _, _ in self.retiring])
+            self.retiring = []
             for s in self.sockets:
                 s.close()
         log.info("executor of container %d exits", self.container)

@@ -219,10 +219,11 @@ class StreamManager:
     def route(self, f: bytes) -> None:
         dest = DEST.unpack_from(f, HEADER_SIZE)[0]
         c = self.local.get(dest)
-        if c is not None:
+        where = self.task_container.get(dest, self.container)
+        if c is not None and where == self.container:
             c.write(f)
         else:
-            link = self.peers.get(self.task_container.get(dest))
+            link = self.peers.get(where)
             if link is None:
                 self.dropped_frames += 1
                 if self.dropped_frames % 1000 == 1:

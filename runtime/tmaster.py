@@ -56,8 +56,9 @@ class PlanBuilder:
                 continue
             want = {i.id.task_id for i in c.instances}
             have = {i.id.task_id for i in reg.instances}
-            if want != have:
-                out[c.id] = sorted(want ^ have)
+            # extra tasks are ones the executor stops once this plan is out (scale down, moves)
+            if not want <= have:
+                out[c.id] = sorted(want - have)
         return out
 
     def build(self) -> Optional[Any]:

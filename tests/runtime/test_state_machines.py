@@ -43,6 +43,10 @@ def test_plan_builder_waits_for_everything_and_refuses_unknown_containers():
                                  containers=[cplan(1, [("a", 1)]), cplan(2, [("b", 2), ("b", 3)])])
     b = PlanBuilder("t", None, packing, schema.TopologyStatus.RUNNING)
     assert "not in packing plan" in b.register(reg(9, []))
+    b2 = PlanBuilder("t", None, packing, 1)
+    b2.register(reg(1, [("a", 1), ("a", 7)]))
+    b2.register(reg(2, [("b", 2), ("b", 3)]))
+    assert [i.id.task_id for i in b2.build().instances] == [1, 2, 3]  # extra (retiring) task left out
     assert b.register(reg(1, [("a", 1)])) is None
     assert b.build() is None and b.missing() == {2: "stmgr"}
     b.register(reg(2, [("b", 2)]))
