@@ -164,7 +164,7 @@ def aggregate(flat: Any, run: dict, thresholds: Thresholds, spouts_hint: Optiona
         saturated.alias("saturated"),
         F.when(saturated, count / F.col("interval_secs")).alias("sat_rate"),
         F.when(cpu_ok, count / F.col("interval_secs") * 100.0 / F.col("cpu_percent")).alias("cpu_rate"),
-        F.round((F.col("ts") - F.lit(t0)) / F.col("interval_secs")).cast("long").alias("bucket"),
+        F.round((F.col("ts") - F.lit(t0)) / F.lit(interval)).cast("long").alias("bucket"),
     )
 
     def stats(*keys: str) -> list:

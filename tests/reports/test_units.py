@@ -128,3 +128,10 @@ def test_find_metrics_errors(tmp_path):
         find_metrics(str(tmp_path / "nowhere"))
     with pytest.raises(SquallError, match=r"no metrics files \(\*.jsonl\) under"):
         find_metrics(str(tmp_path))
+
+
+def test_progress_line():
+    from squall.reports.progress import render
+
+    assert render("packing", 0, 0) == "[" + "." * 30 + "] packing"
+    assert render("packing", 36, 72) == "[" + "#" * 15 + "." * 15 + "] 36/72 tasks: packing"
