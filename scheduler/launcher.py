@@ -76,6 +76,11 @@ def submit(
     """Launch the logical plan ``topology`` and wait until every instance registered."""
     name = topology.name
     config = topology_config(topology, base)
+    if config["topology.reliability.mode"] != "ATMOST_ONCE":
+        raise SubmitError(
+            f"topology.reliability.mode={config['topology.reliability.mode']}: this version runs "
+            "topologies at-most-once only (XOR acking is not built yet); set ATMOST_ONCE"
+        )
     scheduler = make_scheduler(cluster, state)
     plan = pack(topology, base)  # refuses impossible requests before anything starts
     try:
