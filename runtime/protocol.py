@@ -163,6 +163,7 @@ class BlockingConnection:
         except OSError as e:
             raise ProtocolError(f"cannot connect to {host}:{port}: {e}") from e
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        bound_buffers(sock)
         conn = cls(sock, max_frame)
         try:
             challenge = conn.recv_frame(timeout)
@@ -312,8 +313,22 @@ class Connection(asyncio.Protocol):
             self.transport.close()
 
 
+# Kernel buffers per socket. Linux autotunes loopback receive buffers up to
+# net.ipv4.tcp_rmem's maximum (32 MiB here): seconds of tuples queued out of
+# sight of the stream manager's water marks. A fixed size keeps backpressure,
+# not buffering, in charge of latency.
+SOCKET_BUFFER_BYTES = 256 * 1024
+
+
+def bound_buffers(sock: socket.socket) -> socket.socket:
+    """Fix the socket's kernel send/receive buffers (accepted sockets inherit them)."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER_BYTES)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER_BYTES)
+    return sock
+
+
 def listen_socket(host: str, port: int = 0) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock = bound_buffers(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.listen(128)

@@ -1,0 +1,79 @@
+"""Word count for the end-to-end benchmark: tuples carry their spout emit time.
+
+Count tasks write ``<bench.out.dir>/count-<task>.json`` every tick: words
+counted so far and a sample of end-to-end latencies (emit -> count), each
+sample stamped with when it was taken. Config: ``bench.out.dir``; ``bench.rate`` (sentences/s, 0 for as fast as
+backpressure allows).
+"""
+import json
+import os
+import time
+from collections import Counter
+
+from squall import Bolt, Grouping, Spout, TopologyBuilder
+
+WORDS = "the quick brown fox jumps over lazy dog stream storm heron squall spark yarn".split()
+SAMPLE_EVERY = 101
+
+
+def sentence(i):
+    n = 3 + (i * 7) % 6
+    return " ".join(WORDS[(i * 31 + k * 17) % len(WORDS)] for k in range(n))
+
+
+class TimedSentences(Spout):
+    outputs = ["sentence", "t"]
+
+    def initialize(self, config, context):
+        self.sentences = [sentence(i) for i in range(1000)]
+        self.i = 0
+        rate = config.get("bench.rate", 0)  # sentences/s; 0: as fast as backpressure allows
+        self.interval = 100 / rate if rate else 0.0
+        self.next_at = time.monotonic()
+
+    def next_tuple(self):
+        if self.interval:
+            if time.monotonic() < self.next_at:
+                return
+            self.next_at += self.interval
+        now = time.time()
+        for _ in range(100):
+            self.emit([self.sentences[self.i % 1000], now])
+            self.i += 1
+
+
+class TimedSplit(Bolt):
+    outputs = ["word", "t"]
+
+    def process(self, tup):
+        t = tup.values[1]
+        for word in tup.values[0].split():
+            self.emit([word, t])
+
+
+class TimedCount(Bolt):
+    def initialize(self, config, context):
+        self.counts = Counter()
+        self.words = 0
+        self.samples = []
+        self.path = os.path.join(config["bench.out.dir"], f"count-{context.get_task_id()}.json")
+
+    def process(self, tup):
+        self.counts[tup.values[0]] += 1
+        self.words += 1
+        if self.words % SAMPLE_EVERY == 0:
+            now = time.time()
+            self.samples.append((now, now - tup.values[1]))
+
+    def process_tick(self, tup):
+        with open(self.path + ".tmp", "w") as f:
+            json.dump({"at": time.time(), "words": self.words, "samples": self.samples}, f)
+        os.replace(self.path + ".tmp", self.path)
+
+
+builder = TopologyBuilder("wc_bench")
+s = builder.add_spout("sentence", TimedSentences, par=1)
+sp = builder.add_bolt("split", TimedSplit, par=1, inputs={s: Grouping.SHUFFLE})
+builder.add_bolt("count", TimedCount, par=1, inputs={sp: Grouping.fields("word")})
+builder.set_config({"topology.workers": 1, "topology.tick.tuple.freq.secs": 0.5})
+topology = builder.build()
