@@ -6,6 +6,10 @@ Runtime section (this file's first part):
 - baseline: a plain Python two-process msgpack-over-TCP pipeline doing split
   and count (sentences packed in batches of --batch, the receiver unpacks,
   splits and counts words in a Counter) - the physical limit of Python here.
+- end to end: word count (spout -> split -> count, fields grouping) submitted
+  to the local cluster (bench/wordcount_e2e.py): words/s at saturation as a
+  ratio to the baseline, and emit->count latency p50/p99, saturated and at
+  60% of the saturated rate.
 - stream manager forwarding: one real stream manager (squall.runtime.stmgr,
   in its own process) fed by a real feeder process over loopback with DATA
   frames of --batch small tuples, forwarding them to a sink process; frames
@@ -47,7 +51,7 @@ def baseline_producer(port: int, seconds: float, batch: int) -> None:
     deadline = time.monotonic() + seconds
     sent = 0
     while time.monotonic() < deadline:
-        payload = packb([[s] for s in sentences])
+        payload = packb([time.time(), [[s] for s in sentences]])
         sock.sendall(len(payload).to_bytes(4, "big") + payload)
         sent += batch
     sock.close()
@@ -62,6 +66,7 @@ def baseline() -> tuple:
     counts: Counter = Counter()
     buf = bytearray()
     sentences = words = 0
+    latencies = []
     t0 = None
     while True:
         data = conn.recv(1 << 20)
@@ -75,16 +80,20 @@ def baseline() -> tuple:
             n = int.from_bytes(buf[pos:pos + 4], "big")
             if len(buf) - pos - 4 < n:
                 break
-            for (s,) in msgpack.unpackb(buf[pos + 4:pos + 4 + n]):
+            sent_at, batch = msgpack.unpackb(buf[pos + 4:pos + 4 + n])
+            for (s,) in batch:
                 ws = s.split()
                 counts.update(ws)
                 words += len(ws)
                 sentences += 1
+            latencies.append(time.time() - sent_at)
             pos += 4 + n
         del buf[:pos]
     elapsed = time.perf_counter() - t0
     proc.wait()
-    return sentences / elapsed, words / elapsed
+    latencies.sort()
+    p50, p99 = (latencies[int(q * (len(latencies) - 1))] * 1000 for q in (0.5, 0.99))
+    return sentences / elapsed, words / elapsed, p50, p99
 
 
 # ------------------------------------------------------------- stmgr forwarding
@@ -170,11 +179,24 @@ def stmgr_forwarding() -> tuple:
 def main() -> None:
     print(f"# Runtime throughput ({ARGS.seconds:g}s per figure, batches of {ARGS.batch} tuples, "
           f"{os.cpu_count()} cores)")
-    s, w = baseline()
-    print(f"baseline two-process msgpack/TCP split+count: {s:,.0f} sentences/s, {w:,.0f} words/s")
+    s, w, p50, p99 = baseline()
+    print(f"baseline two-process msgpack/TCP split+count: {s:,.0f} sentences/s, {w:,.0f} words/s, "
+          f"batch latency p50 {p50:.1f} ms, p99 {p99:.1f} ms")
     f, t = stmgr_forwarding()
     print(f"stream manager forwarding (feeder -> stmgr -> sink): {f:,.0f} frames/s, {t:,.0f} tuples/s")
     print(f"stmgr tuples/s vs baseline words/s: {t / w:.2f}x")
+    if ARGS.skip_e2e:
+        return
+    import wordcount_e2e
+
+    e2e = wordcount_e2e.run(ARGS.seconds * 2)
+    print(f"end-to-end word count on the local cluster (saturated): {e2e['words_per_sec']:,.0f} words/s "
+          f"= {e2e['words_per_sec'] / w:.2f}x baseline; latency p50 {e2e['p50_ms']:.1f} ms, "
+          f"p99 {e2e['p99_ms']:.1f} ms (baseline p50 {p50:.1f}, p99 {p99:.1f})")
+    rate = int(0.6 * e2e["words_per_sec"] / 5.5)  # sentences/s at 60% of saturation (5.5 words a sentence)
+    e2e = wordcount_e2e.run(ARGS.seconds * 2, 4.0, f"bench.rate={rate}")
+    print(f"end-to-end word count at 60% load ({rate:,} sentences/s): {e2e['words_per_sec']:,.0f} words/s, "
+          f"latency p50 {e2e['p50_ms']:.1f} ms, p99 {e2e['p99_ms']:.1f} ms")
 
 
 if __name__ == "__main__":
@@ -189,5 +211,6 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--batch", type=int, default=1000)
+    p.add_argument("--skip-e2e", action="store_true", help="only the baseline and the stream manager")
     ARGS = p.parse_args()
     main()
