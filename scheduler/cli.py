@@ -97,6 +97,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
         execution = launcher.submit(plan, state, base, cluster=args.cluster, progress=_progress_printer())
     finally:
         state.close()
+        if sys.stderr.isatty():
+            sys.stderr.write("\n")
     packing = state.get(Kind.PACKING_PLAN, plan.name)
     instances = sum(len(c.instances) for c in packing.containers)
     print(f"topology {plan.name!r} is running: {instances} instances in {len(packing.containers)} "
@@ -113,9 +115,7 @@ def _progress_printer() -> Any:
     def show(p: launcher.Progress) -> None:
         if tty:
             bar = "#" * int(20 * p.registered / max(p.total, 1))
-            sys.stderr.write(f"\rstarting [{bar:<20}] {p.registered}/{p.total} instances ({p.elapsed:.1f}s)")
-            if p.registered >= p.total:
-                sys.stderr.write("\n")
+            sys.stderr.write(f"\rstarting [{bar:<20}] {p.registered}/{p.total} instances registered ({p.elapsed:.1f}s)")
             sys.stderr.flush()
         elif p.registered != last[0]:
             print(f"starting: {p.registered}/{p.total} instances registered", file=sys.stderr)

@@ -12,11 +12,14 @@ import json
 import logging
 import os
 import secrets
+import socket
 import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, Optional
+
+import psutil
 
 from squall.conf import Config
 from squall.errors import SquallError
@@ -28,6 +31,9 @@ from squall.scheduler.local import LocalScheduler
 from squall.state import AlreadyExists, Kind, StateManager, squall_home
 
 log = logging.getLogger(__name__)
+
+# Seconds every instance must stay up (same pid) before submit calls it running.
+SETTLE_SECS = 1.5
 
 
 class SubmitError(SquallError):
@@ -135,25 +141,63 @@ def registered_instances(state: StateManager, name: str, plan: Any) -> int:
     return len(physical.instances)
 
 
+def _instance_pids(state: StateManager, name: str, plan: Any) -> Optional[dict]:
+    """task id -> pid of every instance, once the physical plan lists them all."""
+    physical = state.get(Kind.PHYSICAL_PLAN, name)
+    total = sum(len(c.instances) for c in plan.containers)
+    if physical is None or physical.packing_plan_id != plan.id or len(physical.instances) < total:
+        return None
+    return {i.id.task_id: i.pid for i in physical.instances}
+
+
 def _wait_until_up(
-    state: StateManager, name: str, plan: Any, timeout: float, progress: Optional[Callable[[Progress], None]]
+    state: StateManager,
+    name: str,
+    plan: Any,
+    timeout: float,
+    progress: Optional[Callable[[Progress], None]],
+    settle: float = SETTLE_SECS,
 ) -> None:
+    """Wait until every instance has registered and stayed up for ``settle`` seconds.
+
+    Instances register before they run user code (``initialize`` needs the
+    physical plan), so a complete plan is not enough: one whose instances
+    crash gets restarted with new pids. Up means the same pids, alive, for
+    ``settle`` seconds.
+    """
     total = sum(len(c.instances) for c in plan.containers)
     start = time.monotonic()
+    stable_pids, stable_since = None, None
     while True:
-        registered = registered_instances(state, name, plan)
         elapsed = time.monotonic() - start
+        pids = _instance_pids(state, name, plan)
+        if pids is not None and _all_alive(state, name, pids):
+            if pids != stable_pids:
+                stable_pids, stable_since = pids, time.monotonic()
+            elif time.monotonic() - stable_since >= settle:
+                if progress is not None:
+                    progress(Progress(total, total, elapsed))
+                return
+        else:
+            stable_pids = None
         if progress is not None:
-            progress(Progress(registered, total, elapsed))
-        if registered >= total:
-            return
+            progress(Progress(registered_instances(state, name, plan), total, elapsed))
         if elapsed > timeout:
             execution = state.get(Kind.EXECUTION_STATE, name)
+            registered = registered_instances(state, name, plan)
             raise SubmitError(
                 f"topology {name!r} did not come up in {timeout:g}s "
-                f"({registered} of {total} instances registered); {diagnose(execution.run_dir)}"
+                f"({registered} of {total} instances registered and running); {diagnose(execution.run_dir)}"
             )
         time.sleep(0.2)
+
+
+def _all_alive(state: StateManager, name: str, pids: dict) -> bool:
+    """On this machine, check the pids are live processes; elsewhere trust the plan."""
+    location = state.get(Kind.SCHEDULER, name)
+    if location is None or location.host != socket.gethostname():
+        return True
+    return all(psutil.pid_exists(pid) for pid in pids.values())
 
 
 def diagnose(run_dir: str, tail_lines: int = 12) -> str:
