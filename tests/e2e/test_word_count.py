@@ -28,6 +28,8 @@ def test_word_count_is_exact_and_kill_leaves_nothing(cluster, tmp_path):
             assert word not in owners, f"{word} counted by tasks {owners[word]} and {task}"
             owners[word] = task
 
+    _, err = cluster.squall("submit", os.path.join(os.path.dirname(__file__), "topologies", "wc_finite.py"), expect=2)
+    assert err == "squall: error: topology 'wc_finite' is already running; kill it first (squall kill wc_finite)\n"
     listed, _ = cluster.squall("list")
     assert "wc_finite" in listed and "RUNNING" in listed
     shown, _ = cluster.squall("show", "wc_finite")
