@@ -38,11 +38,12 @@ COLUMNS = ["emitted", "executed", "acked", "failed", "emit_rate", "execute_rate"
 def format_metrics(metrics: dict, tasks: bool = False) -> str:
     """The per-component (and optionally per-task) table of ``query_metrics``."""
     rows = []
-    for name, c in metrics["components"].items():
+    for name, c in sorted(metrics["components"].items()):
         rows.append([name] + [_value(c.get(k)) for k in COLUMNS])
         if tasks:
-            for task_id, t in sorted(c.get("tasks", {}).items(), key=lambda kv: int(kv[0])):
-                rows.append([f"  task {task_id}"] + [_value(t.get(k)) for k in COLUMNS])
+            for task_id, t in sorted(metrics["tasks"].items(), key=lambda kv: int(kv[0])):
+                if t["component"] == name:
+                    rows.append([f"  task {task_id}"] + [_value(t.get(k)) for k in COLUMNS])
     return format_table(["component"] + COLUMNS, rows, right=set(COLUMNS))
 
 

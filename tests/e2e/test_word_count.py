@@ -1,4 +1,5 @@
 """Word count end to end on the local cluster: exact counts, then nothing left behind."""
+import json
 import os
 
 from e2e_harness import read_counts, wait_until
@@ -6,6 +7,11 @@ from e2e_harness import read_counts, wait_until
 from corpus import expected as expected_counts
 
 from squall.state import Kind, LocalStateManager
+
+
+def _metrics_with_all_words(cluster, total):
+    out, _ = cluster.squall("metrics", "wc_finite", "--json")
+    return out if json.loads(out)["components"].get("count", {}).get("executed") == total else None
 
 
 def test_word_count_is_exact_and_kill_leaves_nothing(cluster, tmp_path):
@@ -34,6 +40,17 @@ def test_word_count_is_exact_and_kill_leaves_nothing(cluster, tmp_path):
     assert "wc_finite" in listed and "RUNNING" in listed
     shown, _ = cluster.squall("show", "wc_finite")
     assert "stmgr" in shown and "instance count[0]" in shown
+
+    metrics = json.loads(wait_until(lambda: _metrics_with_all_words(cluster, total), timeout=30,
+                                    what="the topology master's metrics to count every word"))
+    assert metrics["components"]["count"]["executed"] == total
+    assert metrics["components"]["split"]["emitted"] == total
+    assert sum(t["executed"] for t in metrics["tasks"].values() if t["component"] == "count") == total
+    table, _ = cluster.squall("metrics", "wc_finite", "--tasks")
+    assert table.splitlines()[0].split()[:5] == ["component", "emitted", "executed", "acked", "failed"]
+    assert sum(1 for line in table.splitlines() if line.startswith("  task ")) == 6
+    logs, _ = cluster.squall("logs", "wc_finite", "--component", "count")
+    assert logs.count("==> ") == 2 and "instance-" in logs
 
     run_dir = cluster.run_dir("wc_finite")
     cluster.squall("kill", "wc_finite")
