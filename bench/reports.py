@@ -20,6 +20,8 @@ import subprocess
 import sys
 import time
 
+import psutil
+
 from squall.reports import synthetic
 
 
@@ -134,6 +136,8 @@ def main() -> int:
     parser.add_argument("--dir", default="/tmp/squall-bench-reports")
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--pandas-timeout", type=float, default=1800)
+    parser.add_argument("--pandas-memory-factor", type=float, default=4.0,
+                        help="skip pandas when JSON size × this exceeds available memory (it needs ~3-4×)")
     args = parser.parse_args()
 
     from squall.reports.session import spark_session
@@ -157,7 +161,13 @@ def main() -> int:
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for total, size, run_dir in results:
         s = spark_job(spark, run_dir)
-        p = pandas_job(run_dir, args.pandas_timeout)
+        print(f"  (Spark: {total:,} rows in {s['seconds']:.1f} s)", file=sys.stderr, flush=True)
+        available = psutil.virtual_memory().available
+        if size * args.pandas_memory_factor > available:
+            p = {"error": f"skipped: needs ~{size * args.pandas_memory_factor / 1e9:.0f} GB, "
+                          f"{available / 1e9:.0f} GB available"}
+        else:
+            p = pandas_job(run_dir, args.pandas_timeout)
         if "error" in p:
             pandas_cells = f"{p['error']} | – | –"
         else:
