@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
 from squall.idl import schema
-from squall.reports.inputs import Capacity, ClusterView
+from squall.reports.inputs import ClusterView
 
 ALGORITHMS = ("roundrobin", "rcrr", "ffd")
 GRANULARITIES = ("task", "worker")
