@@ -1,9 +1,10 @@
 """The metrics manager: one per container.
 
 Its container's processes (instances, stream manager, topology master) send
-one ``MetricsRow`` per bucket; every bucket it completes each row with psutil
-figures for the reporting process (cpu %, rss, threads) and the resources the
-packing plan gave the instance, writes them as JSON Lines exactly as
+one ``MetricsRow`` per bucket; it completes each row with psutil figures for
+the reporting process (cpu % over the process's bucket, rss, threads), taken
+when the row arrives, and the resources the packing plan gave the instance,
+writes them as JSON Lines exactly as
 docs/metrics.md says to ``<run_dir>/metrics/container-<id>.jsonl``, and
 forwards them to the topology master for ``squall metrics``.
 """
@@ -35,30 +36,53 @@ MAX_UNFORWARDED = 100_000
 
 
 class ProcessStats:
-    """psutil figures per pid; cpu % is measured between two calls."""
+    """psutil figures per pid, taken when the process's row arrives (the end of its bucket).
+
+    cpu % is the CPU time (user + system) the process used since its previous
+    row, over the wall time since then: its use over its own bucket, in % of
+    one core. The first row of a pid is measured from the process's start.
+    The state of a pid is kept across buckets in which no row of it arrived (a
+    process's bucket drifts against this manager's, and a blocked spout's row
+    can be late); it is dropped only when the process is gone or silent for
+    ``FORGET_SECS``.
+    """
+
+    FORGET_SECS = 300.0
 
     def __init__(self) -> None:
-        self.procs: dict = {}
+        self.procs: dict = {}  # pid -> (psutil.Process, cpu seconds, monotonic time, cpu % then)
 
     def sample(self, pid: int) -> tuple:
-        p = self.procs.get(pid)
+        """``(cpu_percent, rss_mb, threads)`` of ``pid`` now; zeros if it is gone."""
+        state = self.procs.get(pid)
         try:
-            if p is None:
-                p = self.procs[pid] = psutil.Process(pid)
-                p.cpu_percent(None)
-                cpu = 0.0
-            else:
-                cpu = p.cpu_percent(None)
+            p = state[0] if state is not None else psutil.Process(pid)
             with p.oneshot():
-                return cpu, p.memory_info().rss / (1024 * 1024), p.num_threads()
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
+                t = p.cpu_times()
+                rss_mb = p.memory_info().rss / (1024 * 1024)
+                threads = p.num_threads()
+                started = p.create_time() if state is None else None
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             self.procs.pop(pid, None)
             return 0.0, 0.0, 0
+        now = time.monotonic()
+        cpu_secs = t.user + t.system
+        if state is None:  # first row of this pid: since the process started
+            used, elapsed = cpu_secs, time.time() - started
+        else:
+            _, last_cpu, last_at, last_percent = state
+            used, elapsed = cpu_secs - last_cpu, now - last_at
+            if elapsed < 0.05:  # two rows of one process in the same instant: same figure
+                return last_percent, rss_mb, threads
+        cpu = round(max(0.0, used) / max(elapsed, 1e-3) * 100, 1)
+        self.procs[pid] = (p, cpu_secs, now, cpu)
+        return cpu, rss_mb, threads
 
-    def forget_dead(self, alive: set) -> None:
-        for pid in list(self.procs):
-            if pid not in alive:
-                del self.procs[pid]
+    def forget_silent(self) -> None:
+        """Drop pids not sampled for ``FORGET_SECS`` (dead or gone quiet)."""
+        cutoff = time.monotonic() - self.FORGET_SECS
+        for pid in [pid for pid, st in self.procs.items() if st[2] < cutoff]:
+            del self.procs[pid]
 
 
 def row_dict(row: Any, topology: str, run_id: str, host: str, stats: tuple, resources: dict) -> dict:
@@ -131,15 +155,18 @@ class MetricsManager:
             msg = decode_control(f)
             if msg.metrics is None:
                 raise ProtocolError("expected metrics rows")
-            self.pending.extend(msg.metrics)
+            # psutil figures now: the row was sent at the end of the process's bucket
+            self.pending.extend((row, self.stats.sample(row.pid)) for row in msg.metrics)
 
     # buckets ---------------------------------------------------------------------
     def flush(self, now: float, interval: float) -> list:
-        rows = self.pending + [own_row(self.container, now, interval)]
+        own = own_row(self.container, now, interval)
+        sampled = self.pending + [(own, self.stats.sample(own.pid))]
         self.pending = []
-        lines = [row_dict(r, self.env.name, self.env.execution.run_id, self.host, self.stats.sample(r.pid),
-                          self.resources) for r in rows]
-        self.stats.forget_dead({r.pid for r in rows})
+        rows = [r for r, _ in sampled]
+        lines = [row_dict(r, self.env.name, self.env.execution.run_id, self.host, stats, self.resources)
+                 for r, stats in sampled]
+        self.stats.forget_silent()
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         with open(self.path, "a") as f:
             f.write("".join(json.dumps(line) + "\n" for line in lines))
