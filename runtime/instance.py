@@ -31,7 +31,8 @@ from squall.runtime.routing import RoutingError, build_routes
 
 log = logging.getLogger(__name__)
 
-OUT_FLUSH_BYTES = 256 * 1024
+# A bolt sends what it has emitted once this much is waiting (and every flush interval).
+OUT_FLUSH_BYTES = 64 * 1024
 SPOUT_BURST = 64
 
 
@@ -218,10 +219,16 @@ class Instance:
         self.component.process_tick(Tuple(None, SYSTEM_COMPONENT, TICK_STREAM, -1, [], ()))
 
     def spout_burst(self, calls: int = SPOUT_BURST) -> bool:
-        """Call next_tuple up to ``calls`` times; True if anything was emitted."""
+        """Call next_tuple up to ``calls`` times; True if anything was emitted.
+
+        The burst ends early as soon as a batch is complete (``self.out`` is not
+        empty): the run loop must hand it to the socket before the spout emits
+        more, so a spout never runs ahead of what the stream manager accepts.
+        """
         before = self.emit_count
         next_tuple = self.component.next_tuple
         clock = time.perf_counter
+        out = self.out
         t0 = clock()
         n = 0
         emitted = 0
@@ -230,6 +237,8 @@ class Instance:
             next_tuple()
             if self.emit_count != e0:
                 emitted += 1
+                if out:
+                    break
             elif n > 1 and self.emit_count == before:
                 break
         self.execute_time += clock() - t0
@@ -316,15 +325,40 @@ def run(env: Any) -> int:
     pending: list = []  # frames read, not yet handled
     idle = False
 
-    def send_out() -> None:
+    def send_all() -> None:
+        """Blocking send of everything emitted (bolts: the stream manager always reads them)."""
         if inst.out:
             data = bytes(inst.out)
             inst.out.clear()
             t0 = time.perf_counter()
-            sock.sendall(data)
+            try:
+                sock.sendall(data)
+            except OSError as e:
+                raise ProtocolError(f"send to the stream manager failed: {e}") from e
             waited = time.perf_counter() - t0
             if waited > 0.001:
                 inst.backpressure_time += waited
+
+    def send_some() -> bool:
+        """Non-blocking send (spouts); True when nothing is left unsent.
+
+        Under backpressure the stream manager stops reading this spout; what it
+        has emitted then stays here (at most one batch or so) and the spout emits
+        nothing more until the socket takes it: tuples wait in the spout's
+        ``next_tuple`` source, not in buffers between emit and count.
+        """
+        out = inst.out
+        if out:
+            try:
+                n = sock.send(out, socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                return False
+            except OSError as e:
+                raise ProtocolError(f"send to the stream manager failed: {e}") from e
+            del out[:n]
+        return not out
+
+    send_out = send_some if inst.is_spout else send_all
 
     def handle(frames: list) -> None:
         for i, f in enumerate(frames):
@@ -362,11 +396,17 @@ def run(env: Any) -> int:
 
     try:
         while not stop:
-            if inst.is_spout and inst.active and inst.initialized:
-                emitted = inst.spout_burst()
-                if len(inst.out) >= OUT_FLUSH_BYTES:
-                    send_out()
+            if inst.is_spout and inst.out and not send_some():
+                # blocked: wait until the socket takes more, a frame arrives or a timer is due
                 now = time.monotonic()
+                t0 = time.perf_counter()
+                r, _, _ = select.select([sock], [sock], [], max(0.0, min(next_flush, next_metrics) - now))
+                inst.backpressure_time += time.perf_counter() - t0
+                if r:
+                    read(0)
+            elif inst.is_spout and inst.active and inst.initialized:
+                emitted = inst.spout_burst()
+                send_some()
                 read(0.001 if not emitted else 0)
             else:
                 now = time.monotonic()
@@ -385,7 +425,7 @@ def run(env: Any) -> int:
                 last_metrics_wall = wall
                 next_metrics = now + bucket
         inst.flush_all()
-        send_out()
+        send_all()
     except ProtocolError as e:
         log.error("task %d: %s; exiting so the executor restarts it", task, e)
         return 1

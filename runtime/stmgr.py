@@ -83,6 +83,7 @@ class StreamManager:
         self.bp_remote: set = set()
         self.bp_since: Optional[float] = None
         self.bp_time = 0.0
+        self.bp_episodes = 0
         self.tmaster: Optional[Connection] = None
         self.metrics_conn: Optional[Connection] = None
         self.forwarded_frames = 0
@@ -266,7 +267,10 @@ class StreamManager:
         if not over and any(l.unsent() > self.low for l in self.peers.values()):
             return
         self.bp_self = over
-        log.info("backpressure %s", "started" if over else "ended")
+        if over:
+            self.bp_episodes += 1
+        # an episode lasts milliseconds at saturation: one line per bucket (periodic), not per episode
+        log.debug("backpressure %s", "started" if over else "ended")
         msg = control_frame(backpressure=schema.Backpressure(self.container, over))
         for link in self.peers.values():
             if link.conn is not None:
@@ -382,14 +386,18 @@ class StreamManager:
         import json
 
         user = {"frames_forwarded": self.forwarded_frames, "bytes_forwarded": self.forwarded_bytes,
-                "frames_dropped": self.dropped_frames,
+                "frames_dropped": self.dropped_frames, "backpressure_episodes": self.bp_episodes,
                 "unsent_bytes": sum(c.unsent() for c in self.local.values())
                 + sum(l.unsent() for l in self.peers.values())}
-        self.forwarded_frames = self.forwarded_bytes = self.dropped_frames = 0
+        bp_ms = self.backpressure_ms()
+        if self.bp_episodes:
+            log.info("backpressure: %d episodes, %.0f ms throttled in the last %.1f s",
+                     self.bp_episodes, bp_ms, interval)
+        self.forwarded_frames = self.forwarded_bytes = self.dropped_frames = self.bp_episodes = 0
         return schema.MetricsRow(
             ts=now, interval_secs=interval, process="stmgr", component="__stmgr", task_id=None,
             emit_count=0, execute_count=0, ack_count=0, fail_count=0, queue_depth=0,
-            backpressure_ms=self.backpressure_ms(), user=json.dumps(user), pid=os.getpid(),
+            backpressure_ms=bp_ms, user=json.dumps(user), pid=os.getpid(),
             container=self.container)
 
     # lifecycle ----------------------------------------------------------------------

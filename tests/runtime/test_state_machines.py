@@ -115,3 +115,35 @@ def test_columns_match_docs_metrics_md():
     doc = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "metrics.md")
     names = re.findall(r"^\| `([a-z_]+)` \|", open(doc).read(), re.M)
     assert tuple(names) == COLUMNS
+
+
+def test_spout_burst_stops_at_the_first_complete_batch():
+    """A spout emits no more than one batch ahead of what its socket took (backpressure reaches next_tuple)."""
+    import os
+
+    from squall.loader import load_topology_file
+    from squall.runtime.instance import Instance
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    topology = load_topology_file(os.path.join(here, "topologies", "rt_busy.py")).plan
+
+    class Hundred:
+        def initialize(self, config, context):
+            pass
+
+        def next_tuple(self):
+            for i in range(100):
+                self._collector.emit([i], "default", None, None, None)
+
+    inst = Instance(topology, "busy", 1, 1, None, batch_size=1000, component_obj=Hundred())
+    pplan = schema.PhysicalPlan(
+        topology_name=topology.name, packing_plan_id="p", status=schema.TopologyStatus.RUNNING,
+        tmaster=schema.TMasterLocation(topology_name=topology.name, host="h", control_port=1, pid=1, run_id="r"),
+        stmgrs=[schema.StMgrLocation(container=1, host="h", data_port=2, pid=1)],
+        instances=[schema.InstanceLocation(id=schema.InstanceId("busy", 1, 0), container=1, pid=1),
+                   schema.InstanceLocation(id=schema.InstanceId("sink", 2, 0), container=1, pid=2)])
+    inst.on_plan(pplan)
+    assert inst.spout_burst(64)
+    assert inst.emit_count == 1000 and inst.out  # one batch of 1000 tuples, not 64 x 100
+    inst.out.clear()
+    assert inst.spout_burst(64) and inst.emit_count == 2000
