@@ -256,7 +256,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         for i in c["instances"]:
             counts[i["component"]] = counts.get(i["component"], 0) + 1
         r = c["resources"]
-        rows.append((c["id"], r["cpu"], r["ram_mb"], r["disk_mb"], " ".join(f"{k}x{v}" for k, v in counts.items())))
+        rows.append((c["id"], r["cpu"], r["ram_mb"], r["disk_mb"], ", ".join(f"{k} x{v}" for k, v in counts.items())))
     print(format_table(["container", "cpu", "ram_mb", "disk_mb", "instances"], rows, right={"container", "cpu", "ram_mb", "disk_mb"}))
     print("\nphysical plan")
     print(format_table(
