@@ -43,10 +43,10 @@ def test_crashing_instance_is_restarted_and_logged(cluster, tmp_path):
     run_dir = cluster.run_dir("crashy")
     logs = glob.glob(os.path.join(run_dir, "logs", "container-*", "instance-*-boom.log"))
     assert len(logs) == 1
-    # the bolt raises on its first tuple; its traceback is in its own log
-    wait_until(lambda: "ZeroDivisionError: planted failure" in open(logs[0]).read(), what="the traceback in the log")
-    # and it is restarted: a second process writes its marker file
-    wait_until(lambda: len(glob.glob(os.path.join(out, "started-*"))) >= 2, timeout=60, what="a restart")
+    # the bolt's first process raised on its first tuple (submit waited for the
+    # restarted one to stay up); the traceback is in the instance's own log
+    assert "ZeroDivisionError: planted failure" in open(logs[0]).read()
+    assert len(glob.glob(os.path.join(out, "started-*"))) == 2
     logged, _ = cluster.squall("logs", "crashy", "--component", "boom")
     assert "planted failure" in logged
     cluster.squall("kill", "crashy")

@@ -1,4 +1,9 @@
-"""A bolt that fails on its first tuple, to check restarts and per-process logs."""
+"""A bolt whose first process fails on its first tuple: checks restarts and per-process logs.
+
+Every process of the bolt leaves a ``started-<pid>`` marker in ``e2e.out.dir``;
+only the first one raises, so the restarted process keeps running.
+"""
+import glob
 import os
 
 from squall import Bolt, Spout, TopologyBuilder
@@ -13,10 +18,13 @@ class Ones(Spout):
 
 class Boom(Bolt):
     def initialize(self, config, context):
-        open(os.path.join(config["e2e.out.dir"], f"started-{os.getpid()}"), "w").close()
+        out = config["e2e.out.dir"]
+        self.first = not glob.glob(os.path.join(out, "started-*"))
+        open(os.path.join(out, f"started-{os.getpid()}"), "w").close()
 
     def process(self, tup):
-        raise ZeroDivisionError("planted failure")
+        if self.first:
+            raise ZeroDivisionError("planted failure")
 
 
 builder = TopologyBuilder("crashy")
