@@ -62,6 +62,15 @@ def read_counts(out_dir, prefix="count-"):
     return per_task
 
 
+def summed_counts(out_dir):
+    """Word counts summed over every ``count-*.json`` file (any task, any process)."""
+    total = Counter()
+    for path in glob.glob(os.path.join(out_dir, "count-*.json")):
+        with open(path) as f:
+            total.update(json.load(f))
+    return total
+
+
 def wait_until(predicate, timeout=60.0, interval=0.2, what="condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -3,20 +3,11 @@ import glob
 import json
 import os
 import time
-from collections import Counter
 
 import psutil
-from e2e_harness import wait_until
+from e2e_harness import summed_counts as counted, wait_until
 
 from squall.state import Kind, LocalStateManager
-
-
-def counted(out_dir):
-    total = Counter()
-    for path in glob.glob(os.path.join(out_dir, "count-*.json")):
-        with open(path) as f:
-            total.update(json.load(f))
-    return total
 
 
 def test_deactivate_stops_spouts_and_activate_resumes(cluster, tmp_path):

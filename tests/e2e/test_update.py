@@ -1,22 +1,11 @@
 """Scaling a running topology with update: only the difference changes, counts stay exact."""
-import glob
-import json
 import os
 import time
-from collections import Counter
 
 from corpus import expected as expected_words
-from e2e_harness import wait_until
+from e2e_harness import summed_counts as counted, wait_until
 
 from squall.state import Kind, LocalStateManager
-
-
-def counted(out_dir):
-    total = Counter()
-    for path in glob.glob(os.path.join(out_dir, "count-*.json")):
-        with open(path) as f:
-            total.update(json.load(f))
-    return total
 
 
 def test_update_scales_a_bolt_up_and_down_with_exact_counts(cluster, tmp_path):
