@@ -11,6 +11,14 @@ children with exponential backoff up to a cap, applies packing-plan changes
 as a diff (same task id: untouched process), forwards SIGTERM/SIGINT and
 exits leaving no child behind.
 
+A task that leaves the packing plan is *retired*, not killed: it keeps running
+until the physical plan of the new packing plan is in force (no sender picks it
+any more) and then for ``squall.executor.drain.secs`` (frames batched with the
+old plan are still on their way through instances, stream managers and kernel
+buffers); then it gets SIGTERM, drains its socket, calls ``close()`` and exits
+(SIGKILL only after ``squall.executor.kill.grace.secs``). The executor's loop
+never blocks on it.
+
 ``wanted_processes`` and ``diff`` are pure; ``Executor`` is the loop.
 """
 from __future__ import annotations
@@ -103,8 +111,10 @@ class Executor:
         self.plan_changed = False
         self.sockets: list = []
         self.launch_file = os.path.join(self.log_dir, "launch.json")
-        self.retiring: list = []  # (child, packing plan id, deadline)
+        self.retiring: list = []  # [child, packing plan id, deadline, end of drain or None]
         self.retire_timeout = float(cfg["squall.submit.timeout.secs"])
+        self.drain = float(cfg["squall.executor.drain.secs"])
+        self.exiting: list = []  # (child, SIGKILL time): retired children sent SIGTERM
         self.leaving: Optional[str] = None  # plan id without this container
 
     # sockets handed to the daemons -------------------------------------------------
@@ -143,7 +153,8 @@ class Executor:
 
     def apply(self, wanted: dict, plan_id: Optional[str] = None) -> None:
         """Start what is new now; stop what left once the physical plan of ``plan_id``
-        is published (senders no longer route to it), or after a deadline."""
+        is published (senders no longer route to it) and the drain period has
+        passed, or after a deadline."""
         current = {n: c.spec for n, c in self.children.items()}
         start, stop = diff(current, wanted)
         for name in stop:
@@ -151,8 +162,9 @@ class Executor:
             if plan_id is None:
                 self.terminate([child])
             else:
-                log.info("%s left the packing plan; stopping it once plan %s is running", name, plan_id)
-                self.retiring.append((child, plan_id, time.monotonic() + self.retire_timeout))
+                log.info("%s left the packing plan; stopping it %.1fs after plan %s is running", name,
+                         self.drain, plan_id)
+                self.retiring.append([child, plan_id, time.monotonic() + self.retire_timeout, None])
         for spec in start:
             child = self.children[spec.name] = _Child(spec)
             self.start(child)
@@ -167,22 +179,61 @@ class Executor:
             return False
         return pplan is not None and pplan.packing_plan_id == plan_id
 
-    def retire(self, force: bool = False) -> None:
+    def retire(self) -> None:
+        """Retiring children: wait for their plan, then the drain period, then SIGTERM (no waiting here)."""
         now = time.monotonic()
         keep, done = [], []
-        for child, plan_id, deadline in self.retiring:
-            if force or now >= deadline or self.plan_running(plan_id):
-                if not force and now >= deadline:
+        running: dict = {}
+        for entry in self.retiring:
+            child, plan_id, deadline, drained_at = entry
+            if drained_at is None:
+                if plan_id not in running:
+                    running[plan_id] = self.plan_running(plan_id)
+                if running[plan_id]:
+                    drained_at = entry[3] = now + self.drain
+                    log.info("plan %s is running; %s drains for %.1fs", plan_id, child.spec.name, self.drain)
+                elif now >= deadline:
                     log.warning("plan %s not running after %.0fs; stopping %s anyway", plan_id,
                                 self.retire_timeout, child.spec.name)
+                    drained_at = now
+            if drained_at is not None and now >= drained_at:
                 done.append(child)
             else:
-                keep.append((child, plan_id, deadline))
+                keep.append(entry)
         self.retiring = keep
         if done:
-            time.sleep(0.2 if not force else 0)  # frames already routed to them drain
             log.info("stopping %s", [c.spec.name for c in done])
-            self.terminate(done)
+            self.exiting.extend((c, now + self.grace) for c in done if self.signal(c, signal.SIGTERM))
+
+    def reap_exiting(self) -> None:
+        """Retired children that got SIGTERM: forget the ones gone, SIGKILL those past the grace period."""
+        now = time.monotonic()
+        keep = []
+        for child, kill_at in self.exiting:
+            p = child.popen
+            if p is None or p.poll() is not None:
+                if p is not None:
+                    log.info("%s (pid %d) exited with %s", child.spec.name, p.pid, p.returncode)
+                child.popen = None
+            elif now >= kill_at:
+                log.warning("pid %d ignored SIGTERM for %.1fs; killing it", p.pid, self.grace)
+                p.kill()
+                p.wait()
+                child.popen = None
+            else:
+                keep.append((child, kill_at))
+        self.exiting = keep
+
+    @staticmethod
+    def signal(child: _Child, signum: int) -> bool:
+        p = child.popen
+        if p is None or p.poll() is not None:
+            return False
+        try:
+            p.send_signal(signum)
+        except ProcessLookupError:
+            return False
+        return True
 
     def check_children(self) -> None:
         now = time.monotonic()
@@ -252,25 +303,37 @@ class Executor:
                         break
                     cplan = self.env.container_plan(plan)
                     if self.container != 0 and cplan is None:
-                        log.info("container %d left the packing plan %s; stopping once it runs",
-                                 self.container, plan.id)
+                        log.info("container %d left the packing plan %s; stopping %.1fs after it runs",
+                                 self.container, plan.id, self.drain)
                         self.leaving, leave_deadline = plan.id, time.monotonic() + self.retire_timeout
+                        leave_at = None
                     else:
                         self.leaving = None
                         self.env.packing = plan
                         self.apply(wanted_processes(self.container, cplan), plan.id)
-                if self.leaving is not None and (self.plan_running(self.leaving)
-                                                 or time.monotonic() > leave_deadline):
-                    time.sleep(0.2)
+                if self.leaving is not None:
+                    now = time.monotonic()
+                    if leave_at is None and (self.plan_running(self.leaving) or now > leave_deadline):
+                        leave_at = now + self.drain  # frames routed here with the old plan drain first
+                    if leave_at is not None and now >= leave_at:
+                        break
+                if self.stopping:
                     break
                 self.check_children()
                 if self.retiring:
                     self.retire()
+                if self.exiting:
+                    self.reap_exiting()
         finally:
             cancel()
-            log.info("stopping %d processes", len(self.children) + len(self.retiring))
-            self.terminate(list(self.children.values()) + [c for c, _, _ in self.retiring])
+            rest = list(self.children.values()) + [e[0] for e in self.retiring] + [c for c, _ in self.exiting]
+            log.info("stopping %d processes", len([c for c in rest if c.popen is not None]))
+            # instances first: they drain what their stream manager still holds for them and flush
+            # their output through it; the daemons stop once they are gone (each step bounded by the grace)
+            self.terminate([c for c in rest if c.spec.role == "instance"])
+            self.terminate([c for c in rest if c.spec.role != "instance"])
             self.retiring = []
+            self.exiting = []
             for s in self.sockets:
                 s.close()
         log.info("executor of container %d exits", self.container)

@@ -9,6 +9,12 @@ instance: it polls the stream manager's connection between bursts of
 
 Delivery is at-most-once: a bolt's ``ack``/``fail`` only count; a spout's
 ``ack``/``fail`` are never called (see docs/protocol.md).
+
+SIGTERM: a spout stops emitting at once. A bolt *drains*: it keeps reading and
+processing until its connection has been quiet for ``DRAIN_QUIET_SECS`` (or the
+stream manager closed it), bounded by half the executor's kill grace; then it
+flushes what it emitted and calls ``close()``. So a task retired by ``update``
+processes every tuple that was routed to it.
 """
 from __future__ import annotations
 
@@ -34,6 +40,8 @@ log = logging.getLogger(__name__)
 # A bolt sends what it has emitted once this much is waiting (and every flush interval).
 OUT_FLUSH_BYTES = 64 * 1024
 SPOUT_BURST = 64
+# On SIGTERM a bolt stops reading once nothing has arrived for this long.
+DRAIN_QUIET_SECS = 0.2
 
 
 class Instance:
@@ -123,6 +131,9 @@ class Instance:
                                            component_tasks, config)
         else:
             self.context._component_tasks = {c: sorted(t) for c, t in component_tasks.items()}
+            # batches built with the old routes leave now (the stream managers still route to
+            # tasks that just left the plan, for a while), not a flush interval later
+            self.flush_all()
         self.routes = build_routes(self.topology, self.component_name, component_tasks, task_container,
                                    self.container, self.context)
         self.plan = pplan
@@ -311,6 +322,8 @@ def run(env: Any) -> int:
     reader = conn.reader
     metrics = _Metrics(env, task, component)
     flush_every = float(env.config["squall.instance.flush.interval.ms"]) / 1000
+    # draining after SIGTERM ends well before the executor's SIGKILL
+    drain_max = max(0.5, float(env.config["squall.executor.kill.grace.secs"]) / 2)
     bucket = float(env.config["topology.builtin.metrics.bucket.size.secs"])
     tick_freq = env.config["topology.tick.tuple.freq.secs"]
     if inst.is_spout:
@@ -381,18 +394,44 @@ def run(env: Any) -> int:
             if len(inst.out) >= OUT_FLUSH_BYTES:
                 send_out()
 
-    def read(timeout: float) -> None:
+    def read(timeout: float) -> bool:
+        """Read and handle what arrived within ``timeout``; True if anything did."""
         if timeout > 0:
             r, _, _ = select.select([sock], [], [], timeout)
             if not r:
-                return
+                return False
         try:
             data = sock.recv(1 << 20, socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
-            return
+            return False
         if not data:
             raise ProtocolError("stream manager closed the connection")
         handle(reader.feed(data))
+        return True
+
+    def drain() -> None:
+        """After SIGTERM (bolts): handle what is still in, or on its way to, the socket."""
+        deadline = time.monotonic() + drain_max
+        quiet_since = time.monotonic()
+        done = 0
+        while True:
+            now = time.monotonic()
+            if now - quiet_since >= DRAIN_QUIET_SECS:
+                break
+            if now >= deadline:
+                log.warning("task %d: input still arriving after %.1fs of draining; stopping", task, drain_max)
+                break
+            try:
+                got = read(min(DRAIN_QUIET_SECS - (now - quiet_since), deadline - now))
+            except ProtocolError:
+                break  # the stream manager is gone (kill): nothing more can arrive
+            if got:
+                quiet_since = time.monotonic()
+                done += 1
+            if len(inst.out) >= OUT_FLUSH_BYTES:
+                send_all()
+        log.info("task %d drained its input (%d reads) in %.2fs", task, done,
+                 time.monotonic() - deadline + drain_max)
 
     try:
         while not stop:
@@ -424,8 +463,15 @@ def run(env: Any) -> int:
                 metrics.send(inst.metrics_row(wall, wall - last_metrics_wall))
                 last_metrics_wall = wall
                 next_metrics = now + bucket
+        if not inst.is_spout:
+            drain()
         inst.flush_all()
-        send_all()
+        if inst.out:
+            sock.settimeout(drain_max)  # a spout's stream manager may not be reading it (backpressure)
+            try:
+                send_all()
+            except ProtocolError as e:
+                log.warning("task %d: its last output was not sent: %s", task, e)
     except ProtocolError as e:
         log.error("task %d: %s; exiting so the executor restarts it", task, e)
         return 1

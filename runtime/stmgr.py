@@ -6,6 +6,13 @@ stream manager of the container holding it (one outbound connection per
 other container; inbound connections are only read). Frames from a remote
 stream manager are delivered locally only.
 
+Retiring tasks: when a task leaves the physical plan (scale down) its route is
+kept as a *stale* entry (task -> the container that had it) until the task is
+actually gone: a local one until its connection closes, a remote one until the
+link to its container is lost or ``stale_secs`` have passed. Frames that
+senders batched with the old plan still reach it; the executor stops it only
+after a drain period (``squall.executor.drain.secs``).
+
 Backpressure: every outbound connection has asyncio write-buffer limits at the
 high/low water marks (``squall.stmgr.backpressure.high.mb``/``low.mb``). While
 any is over the mark this stream manager stops reading its local spouts and
@@ -29,6 +36,8 @@ from squall.runtime.protocol import (CONTROL, DATA, DEST, HEADER_SIZE, Connectio
 log = logging.getLogger(__name__)
 
 RETRY_SECS = 0.5
+STALE_SECS = 60.0  # longest a remote task that left the plan keeps its route
+STOP_FLUSH_SECS = 1.0  # on SIGTERM, how long buffered frames may take to leave
 
 
 class _PeerLink:
@@ -41,6 +50,7 @@ class _PeerLink:
         self.buffer: list = []
         self.buffered = 0
         self.closed = False
+        self.retiring = False  # its container left the plan; kept for stale routes only
 
     def send(self, data: bytes) -> None:
         if self.conn is not None and self.conn.authenticated and not self.conn.closed:
@@ -60,7 +70,7 @@ class StreamManager:
                  high_bytes: int, low_bytes: int, max_frame: int,
                  tmaster_locator: Optional[Callable[[], Any]] = None,
                  metrics_port: Optional[int] = None, heartbeat_secs: float = 5.0,
-                 bucket_secs: float = 5.0):
+                 bucket_secs: float = 5.0, stale_secs: float = STALE_SECS):
         self.topology = topology
         self.secret = secret
         self.container = container
@@ -74,7 +84,9 @@ class StreamManager:
         self.bucket_secs = bucket_secs
         self.data_port = 0
         self.local: dict = {}  # task -> Connection
-        self.task_container: dict = {}
+        self.task_container: dict = {}  # task -> container, current physical plan
+        self.stale: dict = {}  # task -> (container, since): left the plan, maybe still alive
+        self.stale_secs = stale_secs
         self.peers: dict = {}  # container -> _PeerLink
         self.pplan: Any = None
         self.pplan_frame: Optional[bytes] = None
@@ -154,7 +166,10 @@ class StreamManager:
         if kind == "instance":
             if self.local.get(tag[1]) is conn:
                 del self.local[tag[1]]
-                log.info("task %d disconnected", tag[1])
+                if self.stale.pop(tag[1], None) is not None:
+                    log.info("task %d (retired) disconnected; its route is gone", tag[1])
+                else:
+                    log.info("task %d disconnected", tag[1])
                 self.schedule_register()
         elif kind == "tmaster":
             self.tmaster = None
@@ -162,7 +177,9 @@ class StreamManager:
             self.loop.call_later(RETRY_SECS, lambda: self.closing or self._spawn(self.connect_tmaster()))
         elif kind == "peer_out":
             link = self.peers.get(tag[1])
-            if link is not None and link.conn is conn and not link.closed:
+            if link is not None and link.conn is conn and link.retiring:
+                self._drop_link(link)
+            elif link is not None and link.conn is conn and not link.closed:
                 link.conn = None
                 log.warning("lost the stream manager of container %d; reconnecting", tag[1])
                 self.loop.call_later(RETRY_SECS, lambda: self.closing or self._spawn(self.connect_peer(link)))
@@ -219,9 +236,13 @@ class StreamManager:
     # routing --------------------------------------------------------------------
     def route(self, f: bytes) -> None:
         dest = DEST.unpack_from(f, HEADER_SIZE)[0]
-        c = self.local.get(dest)
-        where = self.task_container.get(dest, self.container)
-        if c is not None and where == self.container:
+        where = self.task_container.get(dest)
+        if where is None:
+            # a task that left the plan (senders batched with the old plan) or none known yet
+            stale = self.stale.get(dest)
+            where = self.container if stale is None else stale[0]
+        c = self.local.get(dest) if where == self.container else None
+        if c is not None:
             c.write(f)
         else:
             link = self.peers.get(where)
@@ -239,25 +260,58 @@ class StreamManager:
     def set_plan(self, pplan: Any, raw_frame: Optional[bytes] = None) -> None:
         self.pplan = pplan
         self.pplan_frame = raw_frame or control_frame(physical_plan=pplan)
-        self.task_container = {i.id.task_id: i.container for i in pplan.instances}
+        now = time.monotonic()
+        new = {i.id.task_id: i.container for i in pplan.instances}
+        for task, cid in self.task_container.items():
+            if task not in new:
+                self.stale[task] = (cid, now)
+        for task in list(self.stale):
+            cid = self.stale[task][0]
+            if task in new or (cid == self.container and task not in self.local):
+                del self.stale[task]  # back in the plan, or a local task already gone
+        self.task_container = new
         wanted = {s.container: s for s in pplan.stmgrs if s.container != self.container}
+        still_routed = {cid for cid, _ in self.stale.values()}
         for cid in list(self.peers):
             link = self.peers[cid]
             s = wanted.get(cid)
-            if s is None or (s.host, s.data_port) != (link.host, link.port):
-                link.closed = True
-                if link.conn is not None:
-                    link.conn.close()
-                del self.peers[cid]
+            if s is None and cid in still_routed and link.conn is not None and not link.conn.closed:
+                if not link.retiring:
+                    log.info("container %d left the plan; keeping its link while its tasks %s may still "
+                             "receive", cid, sorted(t for t, (c, _) in self.stale.items() if c == cid))
+                link.retiring = True
+            elif s is None or (s.host, s.data_port) != (link.host, link.port):
+                self._drop_link(link)
+            else:
+                link.retiring = False
         for cid, s in wanted.items():
             if cid not in self.peers:
                 link = self.peers[cid] = _PeerLink(cid, s.host, s.data_port)
                 if self.loop is not None:
                     self._spawn(self.connect_peer(link))
         for conn in list(self.local.values()):
-            conn.write(self.pplan_frame)
+            conn.write(self.pplan_frame)  # retiring local tasks too: they stop routing to removed tasks
         log.info("physical plan %s (%s): %d instances, %d stream managers", pplan.packing_plan_id,
                  schema.TopologyStatus._VALUES_TO_NAMES.get(pplan.status), len(pplan.instances), len(pplan.stmgrs))
+
+    def _drop_link(self, link: _PeerLink) -> None:
+        link.closed = True
+        if self.peers.get(link.container) is link:
+            del self.peers[link.container]
+        if link.conn is not None:
+            link.conn.close()
+        for task in [t for t, (c, _) in self.stale.items() if c == link.container]:
+            del self.stale[task]
+
+    def expire_stale(self, now: float) -> None:
+        """Forget remote tasks that left the plan ``stale_secs`` ago (local ones go when they disconnect)."""
+        for task, (cid, since) in list(self.stale.items()):
+            if cid != self.container and now - since >= self.stale_secs:
+                del self.stale[task]
+        still_routed = {cid for cid, _ in self.stale.values()}
+        for link in list(self.peers.values()):
+            if link.retiring and link.container not in still_routed:
+                self._drop_link(link)
 
     # backpressure ---------------------------------------------------------------
     def _update_congestion(self) -> None:
@@ -368,6 +422,8 @@ class StreamManager:
         while not self.closing:
             await asyncio.sleep(min(self.heartbeat_secs, self.bucket_secs, 1.0))
             now = time.monotonic()
+            if self.stale:
+                self.expire_stale(now)
             if now >= next_hb:
                 next_hb = now + self.heartbeat_secs
                 if self.tmaster is not None and self.tmaster.authenticated:
@@ -420,12 +476,25 @@ class StreamManager:
         log.info("stream manager of container %d listening on port %d", self.container, self.data_port)
         try:
             await self.stopped.wait()
+            await self.flush_before_exit()
         finally:
             self.closing = True
             server.close()
             for task in list(self._tasks):
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def flush_before_exit(self, timeout: float = STOP_FLUSH_SECS) -> None:
+        """Stop reading, then give frames already buffered for instances and peers up to
+        ``timeout`` to leave (bounded, so kill stays quick)."""
+        conns = list(self.local.values()) + [l.conn for l in self.peers.values() if l.conn is not None]
+        for c in conns:
+            c.pause_reading(True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all(c.closed or c.unsent() == 0 for c in conns):
+                break
+            await asyncio.sleep(0.01)
 
     def stop(self) -> None:
         if self.loop is not None:
