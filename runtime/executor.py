@@ -188,7 +188,10 @@ class Executor:
             child, plan_id, deadline, drained_at = entry
             if drained_at is None:
                 if plan_id not in running:
-                    running[plan_id] = self.plan_running(plan_id)
+                    # a later update may have replaced plan_id before it ran: its plan counts too
+                    latest = getattr(self.env.packing, "id", plan_id)
+                    running[plan_id] = self.plan_running(plan_id) or (latest != plan_id
+                                                                      and self.plan_running(latest))
                 if running[plan_id]:
                     drained_at = entry[3] = now + self.drain
                     log.info("plan %s is running; %s drains for %.1fs", plan_id, child.spec.name, self.drain)
@@ -203,7 +206,7 @@ class Executor:
         self.retiring = keep
         if done:
             log.info("stopping %s", [c.spec.name for c in done])
-            self.exiting.extend((c, now + self.grace) for c in done if self.signal(c, signal.SIGTERM))
+            self.exiting.extend((c, now + self.grace) for c in done if self._send(c, signal.SIGTERM))
 
     def reap_exiting(self) -> None:
         """Retired children that got SIGTERM: forget the ones gone, SIGKILL those past the grace period."""
@@ -225,7 +228,7 @@ class Executor:
         self.exiting = keep
 
     @staticmethod
-    def signal(child: _Child, signum: int) -> bool:
+    def _send(child: _Child, signum: int) -> bool:
         p = child.popen
         if p is None or p.poll() is not None:
             return False

@@ -487,6 +487,7 @@ class StreamManager:
     async def flush_before_exit(self, timeout: float = STOP_FLUSH_SECS) -> None:
         """Stop reading, then give frames already buffered for instances and peers up to
         ``timeout`` to leave (bounded, so kill stays quick)."""
+        self.closing = True  # no reconnecting from here on
         conns = list(self.local.values()) + [l.conn for l in self.peers.values() if l.conn is not None]
         for c in conns:
             c.pause_reading(True)
