@@ -204,10 +204,17 @@ class Instance:
             self.flush(dest)
 
     # tuples in ----------------------------------------------------------------------
-    def on_data(self, frame_bytes: bytes, arrived: float) -> int:
-        """Run the bolt over one DATA frame; returns the tuples executed."""
+    def on_data(self, frame_bytes: bytes, arrived: float) -> Optional[int]:
+        """Run the bolt over one DATA frame; returns the tuples executed.
+
+        None when the sending task is newer than this instance's physical plan
+        (a scale-up reached the sender first): the caller keeps the frame until
+        a plan names its sender, so every tuple gets its component and fields.
+        """
         src, runs = msgpack.unpackb(memoryview(frame_bytes)[DATA_HEADER_SIZE:], raw=False)
-        comp = self.task_component.get(src, "?")
+        comp = self.task_component.get(src)
+        if comp is None:
+            return None
         process = self.component.process
         clock = time.perf_counter
         done = 0
@@ -377,10 +384,9 @@ def run(env: Any) -> int:
         for i, f in enumerate(frames):
             ftype = f[4]
             if ftype == DATA:
-                if not inst.initialized:
+                if not inst.initialized or inst.on_data(f, time.perf_counter()) is None:
                     pending.append(f)
                     continue
-                inst.on_data(f, time.perf_counter())
             elif ftype == CONTROL:
                 msg = decode_control(f)
                 if msg.physical_plan is not None:

@@ -40,9 +40,10 @@ def container_log_dir(run_dir: str, container: int) -> str:
 
 
 class LocalScheduler(Scheduler):
-    def __init__(self, state_root: str, kill_grace_secs: float = 10.0):
+    def __init__(self, state_root: str, kill_grace_secs: float = 10.0, retire_wait_secs: float = 60.0):
         self.state_root = state_root
         self.kill_grace_secs = kill_grace_secs
+        self.retire_wait_secs = retire_wait_secs
 
     def on_schedule(self, execution_state: Any, packing_plan: Any) -> Any:
         pids = {c: self._start(execution_state, c) for c in container_ids(packing_plan)}
@@ -98,10 +99,11 @@ class LocalScheduler(Scheduler):
         wanted = set(container_ids(proposed))
         for c in sorted(wanted - set(pids)):
             pids[c] = self._start(execution_state, c)
-        # Executors of removed containers see the new plan and exit by themselves;
-        # stop whatever has not after the grace period.
+        # Executors of removed containers see the new plan, wait until it is in
+        # force, drain their instances and exit by themselves; stop only what
+        # has not done so in time.
         removed = [pids.pop(c) for c in sorted(set(pids) - wanted)]
-        self._stop(removed)
+        self._stop(removed, wait_first=self.retire_wait_secs)
         location.executor_pids = pids
         return location
 
@@ -114,18 +116,27 @@ class LocalScheduler(Scheduler):
                 found.append(process)
         return found
 
-    def _stop(self, pids: Iterable[int]) -> None:
-        """SIGTERM each process group, wait for the grace period, SIGKILL the rest."""
+    def _stop(self, pids: Iterable[int], wait_first: float = 0.0) -> None:
+        """SIGTERM each process group, wait for the grace period, SIGKILL the rest.
+
+        With ``wait_first``, give the processes that long to exit by themselves
+        before they are signalled.
+        """
         processes = []
         for pid in pids:
             try:
-                process = psutil.Process(pid)
-                processes.append(process)
-                os.killpg(os.getpgid(pid), signal.SIGTERM)
-            except (psutil.NoSuchProcess, ProcessLookupError):
+                processes.append(psutil.Process(pid))
+            except psutil.NoSuchProcess:
+                continue
+        if wait_first:
+            _, processes = psutil.wait_procs(processes, timeout=wait_first)
+        for process in processes:
+            try:
+                os.killpg(os.getpgid(process.pid), signal.SIGTERM)
+            except ProcessLookupError:
                 continue
             except PermissionError as e:
-                raise SchedulerError(f"cannot signal process {pid}: {e}") from e
+                raise SchedulerError(f"cannot signal process {process.pid}: {e}") from e
         _, alive = psutil.wait_procs(processes, timeout=self.kill_grace_secs)
         for process in alive:
             log.warning("process %d ignored SIGTERM for %.0fs; killing it", process.pid, self.kill_grace_secs)

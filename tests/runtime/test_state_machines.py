@@ -147,3 +147,43 @@ def test_spout_burst_stops_at_the_first_complete_batch():
     assert inst.emit_count == 1000 and inst.out  # one batch of 1000 tuples, not 64 x 100
     inst.out.clear()
     assert inst.spout_burst(64) and inst.emit_count == 2000
+
+
+def test_frames_from_a_sender_newer_than_the_plan_wait_for_the_plan():
+    """A scale-up can reach a new sender before its receiver: its tuples keep their fields."""
+    import os
+
+    import msgpack
+
+    from squall.loader import load_topology_file
+    from squall.runtime.instance import Instance
+    from squall.runtime.protocol import data_frame
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    topology = load_topology_file(os.path.join(here, "topologies", "rt_busy.py")).plan
+
+    seen = []
+
+    class Recorder:
+        def initialize(self, config, context):
+            pass
+
+        def process(self, tup):
+            seen.append((tup.component, tup.task, tup["n"]))
+
+    def plan(*busy_tasks):
+        locations = [schema.InstanceLocation(id=schema.InstanceId("sink", 9, 0), container=1, pid=9)]
+        locations += [schema.InstanceLocation(id=schema.InstanceId("busy", t, i), container=1, pid=t)
+                      for i, t in enumerate(busy_tasks)]
+        return schema.PhysicalPlan(
+            topology_name=topology.name, packing_plan_id=f"p{len(busy_tasks)}", status=schema.TopologyStatus.RUNNING,
+            tmaster=schema.TMasterLocation(topology_name=topology.name, host="h", control_port=1, pid=1, run_id="r"),
+            stmgrs=[schema.StMgrLocation(container=1, host="h", data_port=2, pid=1)], instances=locations)
+
+    inst = Instance(topology, "sink", 9, 1, None, component_obj=Recorder())
+    inst.on_plan(plan(1))
+    frame = data_frame(9, msgpack.packb([2, [["default", [[7]]]]]))  # from task 2: not in the plan yet
+    assert inst.on_data(frame, 0.0) is None and seen == []
+    inst.on_plan(plan(1, 2))
+    assert inst.on_data(frame, 0.0) == 1
+    assert seen == [("busy", 2, 7)]
