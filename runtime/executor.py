@@ -170,11 +170,11 @@ class Executor:
             self.start(child)
 
     def plan_running(self, plan_id: str) -> bool:
-        from squall.state import Kind
+        from squall.state import Kind, StateError
 
         try:
             pplan = self.env.state.get(Kind.PHYSICAL_PLAN, self.env.name)
-        except Exception as e:  # a record being replaced: try again next round
+        except StateError as e:  # unreadable for now (e.g. ZooKeeper suspended): try again next round
             log.debug("cannot read the physical plan: %s", e)
             return False
         return pplan is not None and pplan.packing_plan_id == plan_id

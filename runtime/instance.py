@@ -343,7 +343,6 @@ def run(env: Any) -> int:
     next_tick = now + tick_freq if tick_freq else float("inf")
     last_metrics_wall = time.time()
     pending: list = []  # frames read, not yet handled
-    idle = False
 
     def send_all() -> None:
         """Blocking send of everything emitted (bolts: the stream manager always reads them)."""
@@ -381,7 +380,7 @@ def run(env: Any) -> int:
     send_out = send_some if inst.is_spout else send_all
 
     def handle(frames: list) -> None:
-        for i, f in enumerate(frames):
+        for f in frames:
             ftype = f[4]
             if ftype == DATA:
                 if not inst.initialized or inst.on_data(f, time.perf_counter()) is None:

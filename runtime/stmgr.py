@@ -30,7 +30,7 @@ import time
 from typing import Any, Callable, Optional
 
 from squall.idl import schema
-from squall.runtime.protocol import (CONTROL, DATA, DEST, HEADER_SIZE, Connection, ProtocolError,
+from squall.runtime.protocol import (DATA, DEST, HEADER_SIZE, Connection, ProtocolError,
                                      control_frame, decode_control)
 
 log = logging.getLogger(__name__)

@@ -109,7 +109,7 @@ class LocalRun:
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        for c, p in self.procs.items():
+        for p in self.procs.values():
             try:
                 p.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:

@@ -1,9 +1,7 @@
 """Scaling down without losing tuples: a task that leaves the physical plan keeps
 its route until it is gone, and an instance drains its socket on SIGTERM."""
 import json
-import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -12,7 +10,7 @@ import msgpack
 
 from squall.idl import schema
 from squall.loader import load_topology_file
-from squall.runtime.protocol import (BlockingConnection, FrameReader, check_hello, control_frame, data_frame,
+from squall.runtime.protocol import (BlockingConnection, check_hello, control_frame, data_frame,
                                      frame_dest, listen_socket, make_challenge)
 from squall.runtime.stmgr import StreamManager
 from squall.runtime.testing import hand_packing, write_state

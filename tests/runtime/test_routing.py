@@ -5,7 +5,6 @@ from collections import Counter
 import msgpack
 import pytest
 
-from squall import Bolt, Grouping, Spout, Stream, TopologyBuilder
 from squall.runtime.instance import Instance
 from squall.runtime.protocol import DATA_HEADER_SIZE, FrameReader, frame_dest
 from squall.runtime.routing import RoutingError, build_routes, stable_hash

@@ -7,7 +7,7 @@ import json
 import os
 from collections import Counter
 
-from squall import Bolt, Grouping, Spout, Stream, TopologyBuilder
+from squall import Bolt, Grouping, Spout, TopologyBuilder
 
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta"]
 
