@@ -79,7 +79,12 @@ def submit(
     cluster: str = "local",
     progress: Optional[Callable[[Progress], None]] = None,
 ) -> schema.ExecutionState:
-    """Launch the logical plan ``topology`` and wait until every instance registered."""
+    """Launch the logical plan ``topology`` and wait until every instance is up.
+
+    Whatever goes wrong after the first record is written (the scheduler
+    fails, the topology does not come up, Ctrl-C) kills what was started and
+    removes the records: nothing is left half-launched.
+    """
     name = topology.name
     config = topology_config(topology, base)
     if config["topology.reliability.mode"] != "ATMOST_ONCE":
@@ -97,11 +102,12 @@ def submit(
         if state.get(Kind.EXECUTION_STATE, name) is not None:
             raise SubmitError(f"topology {name!r} is already running; kill it first (squall kill {name})")
         execution = _write_run(topology, plan, state, cluster)
-        location = scheduler.on_schedule(execution, plan)
-        state.put(Kind.SCHEDULER, name, location)
+        location = None
         try:
+            location = scheduler.on_schedule(execution, plan)
+            state.put(Kind.SCHEDULER, name, location)
             _wait_until_up(state, name, plan, config["squall.submit.timeout.secs"], progress)
-        except SubmitError:
+        except BaseException:
             scheduler.on_kill(execution, location)
             state.delete_topology(name)
             raise
