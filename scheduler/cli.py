@@ -16,6 +16,7 @@ from squall.idl import schema
 from squall.packing import plan_to_json
 from squall.scheduler import launcher, manager
 from squall.state import Kind, StateManager, make_state_manager
+from squall.topology import valid_name
 
 
 def register(sub: Any) -> None:
@@ -88,8 +89,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
     topology, base = load_topology(args)
     plan = topology.plan
     if args.name:
-        if not args.name.replace("-", "").replace("_", "").replace(".", "").isalnum():
-            raise SquallError(f"--name {args.name!r}: use letters, digits, '_', '.' and '-'")
+        if not valid_name(args.name):
+            raise SquallError(f"--name {args.name!r}: use letters, digits, '_', '.' and '-', starting with a letter or digit")
         plan.name = args.name
     state = make_state_manager(base)
     state.start()

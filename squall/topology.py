@@ -21,6 +21,11 @@ from squall.stream import DEFAULT_STREAM, Grouping, GroupingSpec, Stream, encode
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
+def valid_name(name: Any) -> bool:
+    """Topology and component names: letters, digits, '_', '.', '-', not starting with a symbol."""
+    return isinstance(name, str) and bool(_NAME.match(name))
+
+
 class TopologyBuilder:
     """Declare spouts and bolts, then ``build()`` a validated Topology."""
 
@@ -145,7 +150,7 @@ class _Validator:
         self.streams: dict = {}  # component -> {stream name: Stream}
 
     def build(self) -> Any:
-        if not isinstance(self.name, str) or not _NAME.match(self.name):
+        if not valid_name(self.name):
             raise TopologyError(
                 f"topology name {self.name!r}: use letters, digits, '_', '.' and '-', starting with a letter or digit"
             )
@@ -180,7 +185,7 @@ class _Validator:
         seen = set()
         for i, spec in enumerate(self.specs):
             name = spec.name
-            if not isinstance(name, str) or not _NAME.match(name) or name.startswith("__"):
+            if not valid_name(name) or name.startswith("__"):
                 raise TopologyError(
                     f"components[{i}]: name {name!r} must be letters, digits, '_', '.' or '-' "
                     "(and not start with '__')"

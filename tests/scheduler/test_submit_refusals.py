@@ -42,3 +42,12 @@ def test_unknown_cluster_is_refused(home, capsys):
     code = main(["submit", WORD_COUNT, "--cluster", "mars"])
     _, err = capsys.readouterr()
     assert code == 2 and err == "squall: error: --cluster 'mars': unknown cluster (available: local)\n"
+
+
+def test_bad_name_is_refused(home, capsys):
+    code = main(["submit", WORD_COUNT, "--name", "../escape"])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert err == ("squall: error: --name '../escape': use letters, digits, '_', '.' and '-', "
+                   "starting with a letter or digit\n")
+    assert not os.path.exists(home / "topologies")
