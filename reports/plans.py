@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
 from squall.idl import schema
+from squall.packing import normalise
 from squall.reports.inputs import ClusterView
 
 ALGORITHMS = ("roundrobin", "rcrr", "ffd")
@@ -38,9 +39,9 @@ class Yarn:
         )
 
     def shape(self, cpu: float, ram_mb: float) -> tuple:
-        """What YARN grants for a request: whole vcores, memory rounded up to the minimum allocation."""
-        vcores = max(1, math.ceil(cpu - EPSILON))
-        memory = max(1, math.ceil(ram_mb / self.min_allocation_mb - EPSILON)) * self.min_allocation_mb
+        """``(vcores, memory_mb)`` YARN grants for a request (packing's ``normalise`` rule)."""
+        request = schema.Resources(cpu=float(cpu), ram_mb=int(math.ceil(ram_mb - EPSILON)), disk_mb=0)
+        memory, vcores = normalise(request, {"squall.yarn.min.allocation.mb": self.min_allocation_mb})
         return vcores, memory
 
 
