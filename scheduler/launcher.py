@@ -21,10 +21,11 @@ from typing import Any, Callable, Optional
 
 import psutil
 
-from squall.conf import Config
+from squall.conf import Config, base_config
 from squall.errors import SquallError
 from squall.idl import schema
 from squall.logical import topology_config
+from squall.topology import encode_config
 from squall.packing import pack, plan_to_json
 from squall.scheduler.base import Scheduler
 from squall.scheduler.local import LocalScheduler
@@ -86,6 +87,7 @@ def submit(
     removes the records: nothing is left half-launched.
     """
     name = topology.name
+    topology = with_cluster_layer(topology, base)
     config = topology_config(topology, base)
     if config["topology.reliability.mode"] != "ATMOST_ONCE":
         raise SubmitError(
@@ -114,6 +116,26 @@ def submit(
         return execution
     finally:
         state.delete(Kind.LOCK, name)
+
+
+def with_cluster_layer(topology: Any, base: Config) -> Any:
+    """The plan with ``base``'s cluster-file values under its own config.
+
+    Runtime processes resolve their config from the stored plan (defaults,
+    site file, plan); the cluster file given at submit exists only here, so
+    its values travel in the plan, below the topology's own keys.
+    """
+    site = base_config()
+    layer = {k: v for k, v in base.items() if k not in site or site[k] != v}
+    if not layer:
+        return topology
+    return schema.Topology(
+        name=topology.name,
+        components=topology.components,
+        config={**encode_config(layer, "--config-path"), **topology.config},
+        source_file=topology.source_file,
+        overrides=topology.overrides,
+    )
 
 
 def _write_run(topology: Any, plan: Any, state: StateManager, cluster: str) -> Any:

@@ -18,7 +18,10 @@ def test_word_count_is_exact_and_kill_leaves_nothing(cluster, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     expected = expected_counts(2000)
-    stdout, _ = cluster.submit("wc_finite", f"e2e.out.dir={out}")
+    cluster_file = tmp_path / "cluster.yaml"  # a user key only the cluster file sets
+    cluster_file.write_text(f"e2e.out.dir: {out}\n")
+    stdout, _ = cluster.squall("submit", os.path.join(os.path.dirname(__file__), "topologies", "wc_finite.py"),
+                               "--config-path", str(cluster_file))
     assert "topology 'wc_finite' is running: 6 instances in 2 containers" in stdout
 
     total = sum(expected.values())
