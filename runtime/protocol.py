@@ -59,11 +59,16 @@ def frame_dest(frame_bytes: Any) -> int:
     return DEST.unpack_from(frame_bytes, HEADER_SIZE)[0]
 
 
-def decode_control(frame_bytes: bytes) -> Any:
+def decode_body(frame_bytes: bytes, struct_type: type, what: str) -> Any:
+    """The Thrift struct in a frame's body; a malformed one is a ProtocolError naming ``what``."""
     try:
-        return decode(schema.Control, bytes(frame_bytes[HEADER_SIZE:]))
+        return decode(struct_type, bytes(frame_bytes[HEADER_SIZE:]))
     except DecodeError as e:
-        raise ProtocolError(f"malformed CONTROL frame: {e}") from e
+        raise ProtocolError(f"malformed {what}: {e}") from e
+
+
+def decode_control(frame_bytes: bytes) -> Any:
+    return decode_body(frame_bytes, schema.Control, "CONTROL frame")
 
 
 def proof(secret: str, nonce: bytes) -> bytes:
@@ -81,10 +86,7 @@ def make_hello(secret: str, challenge_frame: bytes, role: int, container: int,
     """The HELLO frame answering a CHALLENGE frame."""
     if challenge_frame[4] != CHALLENGE:
         raise ProtocolError(f"expected CHALLENGE, got frame type {challenge_frame[4]}")
-    try:
-        challenge = decode(schema.Challenge, bytes(challenge_frame[HEADER_SIZE:]))
-    except DecodeError as e:
-        raise ProtocolError(f"malformed CHALLENGE: {e}") from e
+    challenge = decode_body(challenge_frame, schema.Challenge, "CHALLENGE")
     hello = schema.Hello(
         topology_name=challenge.topology_name, role=role, proof=proof(secret, challenge.nonce),
         container=container, pid=os.getpid(), task_id=task_id, component=component,
@@ -96,10 +98,7 @@ def check_hello(frame_bytes: bytes, topology: str, secret: str, nonce: bytes) ->
     """The Hello of a HELLO frame if it proves the secret; ProtocolError otherwise."""
     if frame_bytes[4] != HELLO:
         raise ProtocolError(f"expected HELLO first, got frame type {frame_bytes[4]}")
-    try:
-        hello = decode(schema.Hello, bytes(frame_bytes[HEADER_SIZE:]))
-    except DecodeError as e:
-        raise ProtocolError(f"malformed HELLO: {e}") from e
+    hello = decode_body(frame_bytes, schema.Hello, "HELLO")
     if hello.topology_name != topology:
         raise ProtocolError(f"HELLO for topology {hello.topology_name!r}, this is {topology!r}")
     if not hmac.compare_digest(bytes(hello.proof), proof(secret, nonce)):
