@@ -161,21 +161,17 @@ def _write_run(topology: Any, plan: Any, state: StateManager, cluster: str) -> A
     return execution
 
 
-def registered_instances(state: StateManager, name: str, plan: Any) -> int:
-    """Instances of ``plan`` that the current physical plan lists."""
+def registered_pids(state: StateManager, name: str, plan: Any) -> dict:
+    """task id -> pid of the instances of ``plan`` that the current physical plan lists."""
     physical = state.get(Kind.PHYSICAL_PLAN, name)
     if physical is None or physical.packing_plan_id != plan.id:
-        return 0
-    return len(physical.instances)
-
-
-def _instance_pids(state: StateManager, name: str, plan: Any) -> Optional[dict]:
-    """task id -> pid of every instance, once the physical plan lists them all."""
-    physical = state.get(Kind.PHYSICAL_PLAN, name)
-    total = sum(len(c.instances) for c in plan.containers)
-    if physical is None or physical.packing_plan_id != plan.id or len(physical.instances) < total:
-        return None
+        return {}
     return {i.id.task_id: i.pid for i in physical.instances}
+
+
+def registered_instances(state: StateManager, name: str, plan: Any) -> int:
+    """Instances of ``plan`` that the current physical plan lists."""
+    return len(registered_pids(state, name, plan))
 
 
 def _wait_until_up(
@@ -198,8 +194,8 @@ def _wait_until_up(
     stable_pids, stable_since = None, None
     while True:
         elapsed = time.monotonic() - start
-        pids = _instance_pids(state, name, plan)
-        if pids is not None and _all_alive(state, name, pids):
+        pids = registered_pids(state, name, plan)
+        if len(pids) >= total and _all_alive(state, name, pids):
             if pids != stable_pids:
                 stable_pids, stable_since = pids, time.monotonic()
             elif time.monotonic() - stable_since >= settle:
@@ -209,13 +205,12 @@ def _wait_until_up(
         else:
             stable_pids = None
         if progress is not None:
-            progress(Progress(registered_instances(state, name, plan), total, elapsed))
+            progress(Progress(len(pids), total, elapsed))
         if elapsed > timeout:
             execution = state.get(Kind.EXECUTION_STATE, name)
-            registered = registered_instances(state, name, plan)
             raise SubmitError(
                 f"topology {name!r} did not come up in {timeout:g}s "
-                f"({registered} of {total} instances registered and running); {diagnose(execution.run_dir)}"
+                f"({len(pids)} of {total} instances registered and running); {diagnose(execution.run_dir)}"
             )
         time.sleep(0.2)
 
