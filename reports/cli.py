@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Any
 
-from squall.commandline import add_json_option, print_json
+from squall.commandline import add_config_path_option, add_json_option, print_json
 
 
 def register(subparsers: Any) -> None:
@@ -49,7 +49,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster-view", metavar="FILE", help="cluster view JSON (see docs/reports.md)")
     parser.add_argument("--master", metavar="M", help="Spark master (default local[*])")
     parser.add_argument("--out", metavar="DIR", help="report folder (default ./squall-reports/<kind>-<name>-<time>)")
-    parser.add_argument("--config-path", metavar="FILE", help="cluster config file (YAML key: value)")
+    add_config_path_option(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--no-charts", action="store_true", help="skip the charts (faster)")
     add_json_option(parser)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from squall.commandline import add_json_option, format_table, print_json
+from squall.commandline import add_config_path_option, add_json_option, format_table, print_json
 from squall.conf import base_config
 from squall.state import make_state_manager
 
@@ -12,7 +12,7 @@ from squall.state import make_state_manager
 def register(sub: Any) -> None:
     p = sub.add_parser("metrics", help="per-component counts, rates and latencies of a running topology")
     p.add_argument("name", help="topology name")
-    p.add_argument("--config-path", metavar="FILE", help="cluster config file (YAML key: value)")
+    add_config_path_option(p)
     p.add_argument("--tasks", action="store_true", help="also show every task")
     add_json_option(p)
     p.set_defaults(func=cmd_metrics)

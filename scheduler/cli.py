@@ -9,7 +9,14 @@ import sys
 import time
 from typing import Any
 
-from squall.commandline import add_config_options, add_json_option, format_table, load_topology, print_json
+from squall.commandline import (
+    add_config_options,
+    add_config_path_option,
+    add_json_option,
+    format_table,
+    load_topology,
+    print_json,
+)
 from squall.conf import base_config
 from squall.errors import SquallError
 from squall.idl import schema
@@ -75,7 +82,7 @@ def register(sub: Any) -> None:
 
 
 def _state_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config-path", metavar="FILE", help="cluster config file (YAML key: value)")
+    add_config_path_option(parser)
 
 
 def open_state(args: argparse.Namespace) -> StateManager:

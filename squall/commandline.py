@@ -21,6 +21,10 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="set a config key above every other layer (repeatable)",
     )
+    add_config_path_option(parser)
+
+
+def add_config_path_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config-path", metavar="FILE", help="cluster config file (YAML key: value)")
 
 
