@@ -8,7 +8,7 @@ from squall.conf import Config
 from squall.errors import SquallError
 from squall.idl import schema
 from squall.logical import find_component
-from squall.packing import repack
+from squall.packing import repack, with_parallelism
 from squall.scheduler.launcher import make_scheduler, registered_instances
 from squall.state import AlreadyExists, Kind, StateManager
 
@@ -101,11 +101,8 @@ def update(
     with _Locked(state, name):
         current = state.get(Kind.PACKING_PLAN, name)
         proposed, diff = repack(topology, current, dict(parallelism), base)
-        for component in topology.components:
-            if component.name in parallelism:
-                component.parallelism = parallelism[component.name]
         scheduler = make_scheduler(execution.cluster, state)
-        state.put(Kind.TOPOLOGY, name, topology)
+        state.put(Kind.TOPOLOGY, name, with_parallelism(topology, parallelism))
         state.put(Kind.PACKING_PLAN, name, proposed)
         location = scheduler.on_update(execution, state.get(Kind.SCHEDULER, name), current, proposed)
         state.put(Kind.SCHEDULER, name, location)
