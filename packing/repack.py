@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from squall.conf import Config
-from squall.idl import schema
+from squall.idl import replace
 from squall.packing.bins import Bins
 from squall.packing.build import build_plan
 from squall.packing.errors import PackingError
@@ -47,20 +47,9 @@ class PlanDiff:
 
 def with_parallelism(topology: Any, parallelism: Mapping[str, int]) -> Any:
     """A copy of the Thrift topology with some components' parallelism replaced."""
-    return schema.Topology(
-        name=topology.name,
-        components=[
-            schema.Component(
-                name=c.name, kind=c.kind, class_name=c.class_name,
-                parallelism=parallelism.get(c.name, c.parallelism),
-                outputs=c.outputs, inputs=c.inputs, config=c.config,
-            )
-            for c in topology.components
-        ],
-        config=topology.config,
-        source_file=topology.source_file,
-        overrides=topology.overrides,
-    )
+    return replace(topology, components=[
+        replace(c, parallelism=parallelism.get(c.name, c.parallelism)) for c in topology.components
+    ])
 
 
 def repack(

@@ -23,7 +23,7 @@ import psutil
 
 from squall.conf import Config, base_config
 from squall.errors import SquallError
-from squall.idl import schema
+from squall.idl import replace, schema
 from squall.logical import topology_config
 from squall.topology import encode_config
 from squall.packing import pack, plan_to_json
@@ -129,13 +129,7 @@ def with_cluster_layer(topology: Any, base: Config) -> Any:
     layer = {k: v for k, v in base.items() if k not in site or site[k] != v}
     if not layer:
         return topology
-    return schema.Topology(
-        name=topology.name,
-        components=topology.components,
-        config={**encode_config(layer, "--config-path"), **topology.config},
-        source_file=topology.source_file,
-        overrides=topology.overrides,
-    )
+    return replace(topology, config={**encode_config(layer, "--config-path"), **topology.config})
 
 
 def _write_run(topology: Any, plan: Any, state: StateManager, cluster: str) -> Any:

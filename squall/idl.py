@@ -54,3 +54,13 @@ def _check_required(obj: Any, path: str) -> None:
         elif ttype == TType.LIST and isinstance(spec[2], tuple) and spec[2][0] == TType.STRUCT:
             for i, item in enumerate(value):
                 _check_required(item, f"{path}.{name}[{i}]")
+
+
+def replace(struct: T, **changes: Any) -> T:
+    """A shallow copy of a struct with some fields changed (like dataclasses.replace)."""
+    fields = {spec[1]: getattr(struct, spec[1]) for spec in struct.thrift_spec.values()}
+    unknown = set(changes) - set(fields)
+    if unknown:
+        raise TypeError(f"{type(struct).__name__} has no field {sorted(unknown)[0]!r}")
+    fields.update(changes)
+    return type(struct)(**fields)

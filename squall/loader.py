@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from squall.errors import SquallError, TopologyError
-from squall.idl import schema
+from squall.idl import replace
 from squall.topology import Topology
 
 
@@ -28,13 +28,7 @@ def load_topology_file(path: str) -> Topology:
     # callers change the plan (overrides, --name) for this load only.
     topology = copy.copy(_the_topology(module, path))
     topology.warnings = list(topology.warnings)
-    topology.plan = schema.Topology(
-        name=topology.plan.name,
-        components=topology.plan.components,
-        config=topology.plan.config,
-        source_file=path,
-        overrides=topology.plan.overrides,
-    )
+    topology.plan = replace(topology.plan, source_file=path)
     return topology
 
 

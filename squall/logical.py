@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from squall.conf import Config, base_config
-from squall.idl import schema
+from squall.idl import replace, schema
 from squall.topology import decode_config, encode_config
 
 
@@ -52,10 +52,4 @@ def kind_name(kind: int) -> str:
 def with_overrides(topology: Any, overrides: Mapping[str, Any]) -> Any:
     """A copy of the plan with command-line overrides checked and recorded."""
     topology_config(topology).with_layer(overrides, "--config-property")
-    return schema.Topology(
-        name=topology.name,
-        components=topology.components,
-        config=topology.config,
-        source_file=topology.source_file,
-        overrides={**topology.overrides, **encode_config(overrides, "--config-property")},
-    )
+    return replace(topology, overrides={**topology.overrides, **encode_config(overrides, "--config-property")})

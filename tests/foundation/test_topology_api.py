@@ -110,3 +110,14 @@ def test_tuple_field_access():
 def test_emit_before_attach_says_why():
     with pytest.raises(RuntimeError, match="not running"):
         WordSpout().emit(["a", 1])
+
+
+def test_replace_copies_a_struct_with_changed_fields():
+    from squall.idl import replace
+
+    plan = build_full().plan
+    renamed = replace(plan, name="other")
+    assert renamed.name == "other" and plan.name == "full"
+    assert renamed.components == plan.components and renamed.config == plan.config
+    with pytest.raises(TypeError, match="Topology has no field 'nope'"):
+        replace(plan, nope=1)
