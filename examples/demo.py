@@ -33,13 +33,11 @@ def squall(*args: str, check: bool = True, quiet: bool = False) -> subprocess.Co
 
 
 def live_view(seconds: float) -> None:
-    from squall.conf import base_config
     from squall.runtime.cli import format_metrics
     from squall.runtime.client import query_metrics
-    from squall.state import make_state_manager
+    from squall.state import open_state_manager
 
-    state = make_state_manager(base_config())
-    state.start()
+    state = open_state_manager()
     tty = sys.stdout.isatty()
     start = time.monotonic()
     shown_lines = 0

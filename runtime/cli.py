@@ -5,8 +5,7 @@ import argparse
 from typing import Any
 
 from squall.commandline import add_config_path_option, add_json_option, format_table, print_json
-from squall.conf import base_config
-from squall.state import make_state_manager
+from squall.state import open_state_manager
 
 
 def register(sub: Any) -> None:
@@ -21,8 +20,7 @@ def register(sub: Any) -> None:
 def cmd_metrics(args: argparse.Namespace) -> int:
     from squall.runtime.client import query_metrics
 
-    state = make_state_manager(base_config(args.config_path))
-    state.start()
+    state = open_state_manager(args.config_path)
     metrics = query_metrics(state, args.name)
     if args.json:
         print_json(metrics)

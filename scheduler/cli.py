@@ -22,7 +22,7 @@ from squall.errors import SquallError
 from squall.idl import schema
 from squall.packing import plan_to_json
 from squall.scheduler import launcher, manager
-from squall.state import Kind, StateManager, make_state_manager
+from squall.state import Kind, StateManager, make_state_manager, open_state_manager
 from squall.topology import valid_name
 
 
@@ -86,9 +86,7 @@ def _state_options(parser: argparse.ArgumentParser) -> None:
 
 
 def open_state(args: argparse.Namespace) -> StateManager:
-    state = make_state_manager(base_config(getattr(args, "config_path", None)))
-    state.start()
-    return state
+    return open_state_manager(getattr(args, "config_path", None))
 
 
 # ------------------------------------------------------------------ submit

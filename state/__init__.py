@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 from squall.state.base import AlreadyExists, Kind, StateError, StateManager
 from squall.state.local import LocalStateManager
@@ -26,6 +26,15 @@ def make_state_manager(config: Mapping[str, Any]) -> StateManager:
     raise StateError(f"squall.state.manager: unknown state manager {kind!r}")
 
 
+def open_state_manager(config_path: Optional[str] = None) -> StateManager:
+    """The started state manager of the configuration (defaults < site file < ``config_path``)."""
+    from squall.conf import base_config
+
+    state = make_state_manager(base_config(config_path))
+    state.start()
+    return state
+
+
 __all__ = [
     "AlreadyExists",
     "Kind",
@@ -33,5 +42,6 @@ __all__ = [
     "StateError",
     "StateManager",
     "make_state_manager",
+    "open_state_manager",
     "squall_home",
 ]
