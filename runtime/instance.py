@@ -409,6 +409,8 @@ def run(env: Any) -> int:
             data = sock.recv(1 << 20, socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
             return False
+        except OSError as e:  # reset by a stream manager that died: the same as closed
+            raise ProtocolError(f"receive from the stream manager failed: {e}") from e
         if not data:
             raise ProtocolError("stream manager closed the connection")
         handle(reader.feed(data))
