@@ -22,13 +22,14 @@ TOPOLOGY = os.path.join(HERE, "topologies", "wc_bench.py")
 
 
 def _snapshot(out_dir: str) -> dict:
+    """Per count task: the last line's time and words, and every latency sample so far."""
     snap = {}
-    for path in glob.glob(os.path.join(out_dir, "count-*.json")):
-        try:
-            with open(path) as f:
-                snap[path] = json.load(f)
-        except (OSError, ValueError):
-            continue
+    for path in glob.glob(os.path.join(out_dir, "count-*.jsonl")):
+        with open(path) as f:
+            lines = [json.loads(line) for line in f if line.endswith("\n")]
+        if lines:
+            snap[path] = {"at": lines[-1]["at"], "words": lines[-1]["words"],
+                          "samples": [s for line in lines for s in line["samples"]]}
     return snap
 
 

@@ -18,6 +18,7 @@ processes every tuple that was routed to it.
 """
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -29,11 +30,12 @@ from typing import Any, Optional
 
 import msgpack
 
-from squall.component import SYSTEM_COMPONENT, TICK_STREAM, Tuple
+from squall.component import SYSTEM_COMPONENT, TICK_STREAM, Tuple, TupleSource
 from squall.idl import schema
 from squall.runtime.protocol import (CONTROL, DATA, DATA_HEADER_SIZE, BlockingConnection, ProtocolError,
                                      control_frame, data_frame, decode_control)
 from squall.runtime.routing import RoutingError, build_routes
+from squall.stream import DEFAULT_STREAM
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +44,35 @@ OUT_FLUSH_BYTES = 64 * 1024
 SPOUT_BURST = 64
 # On SIGTERM a bolt stops reading once nothing has arrived for this long.
 DRAIN_QUIET_SECS = 0.2
+
+
+class _Batch:
+    """Tuples waiting for one destination task: runs of [stream, values] in emit order.
+
+    ``vals`` is the open (last) run; the batch is full once it holds ``limit``
+    values, which is the batch size less what earlier runs hold.
+    """
+
+    __slots__ = ("runs", "stream", "vals", "limit", "size")
+
+    def __init__(self, size: int) -> None:
+        self.runs: list = []
+        self.stream: Optional[str] = None
+        self.vals: list = []
+        self.size = size
+        self.limit = size
+
+    def add(self, stream: str, values: Any) -> None:
+        if stream != self.stream:
+            self.limit -= len(self.vals)
+            self.stream = stream
+            self.vals = []
+            self.runs.append([stream, self.vals])
+        self.vals.append(values)
+
+    @property
+    def full(self) -> bool:
+        return len(self.vals) >= self.limit
 
 
 class Instance:
@@ -72,8 +103,9 @@ class Instance:
         self.active = False
         self.plan: Any = None
         self.out = bytearray()
-        self.batches: dict = {}
-        self.counts: dict = {}
+        self.batches: dict = {}  # destination task -> _Batch
+        self.fast_routes: dict = {}  # stream -> FastRoute
+        self.sources: dict = {}  # (source task, stream) -> TupleSource
         self._packb = msgpack.Packer(use_bin_type=True).pack
         self.reset_metrics()
 
@@ -136,10 +168,13 @@ class Instance:
             self.flush_all()
         self.routes = build_routes(self.topology, self.component_name, component_tasks, task_container,
                                    self.container, self.context)
+        self.fast_routes.clear()
+        self.fast_routes.update((name, route.fast()) for name, route in self.routes.items() if route.simple)
+        self.sources.clear()
         self.plan = pplan
         active = pplan.status == schema.TopologyStatus.RUNNING
         if not self.initialized:
-            self.component._collector = self
+            self._attach()
             self.component.initialize(self.context.get_cluster_config(), self.context)
             self.initialized = True
             self.active = active
@@ -165,26 +200,18 @@ class Instance:
             raise RoutingError(f"stream {self.component_name}/{stream} has fields {route.fields}, "
                                f"got {len(values)} values {list(values)!r}")
         targets = route.targets(values, direct_task)
-        batches, counts = self.batches, self.counts
         for t in targets:
-            runs = batches.get(t)
-            if runs is None:
-                batches[t] = [[stream, [values]]]
-                counts[t] = 1
-                if self.batch_size <= 1:
-                    self.flush(t)
-                continue
-            run = runs[-1]
-            if run[0] == stream:
-                run[1].append(values)
-            else:
-                runs.append([stream, [values]])
-            n = counts[t] + 1
-            counts[t] = n
-            if n >= self.batch_size:
-                self.flush(t)
+            self._add(t, stream, values)
         self.emit_count += 1
-        return list(targets)
+        return targets
+
+    def _add(self, dest: int, stream: str, values: Any) -> None:
+        batch = self.batches.get(dest)
+        if batch is None:
+            self.batches[dest] = batch = _Batch(self.batch_size)
+        batch.add(stream, values)
+        if batch.full:
+            self.flush(dest)
 
     def ack(self, tup: Any) -> None:
         self.ack_count += 1
@@ -192,12 +219,77 @@ class Instance:
     def fail(self, tup: Any) -> None:
         self.fail_count += 1
 
+    def _attach(self) -> None:
+        """Give the component its collector, and the fast paths where it does not override them.
+
+        ``emit`` on a stream with one subscriber that picks one task (all but
+        all, custom and direct) skips the generic route walk: one chooser call
+        and an append to the destination's open run. ``ack``/``fail`` go to the
+        instance's counters directly. A subclass that overrides ``emit``,
+        ``ack`` or ``fail`` keeps its own, which goes through the collector.
+        """
+        from squall.component import Bolt, Spout
+
+        component = self.component
+        component._collector = self
+        base = Spout if self.is_spout else Bolt
+        emit = self._fast_emit()
+        if getattr(type(component), "emit", None) is base.emit:
+            if self.is_spout:
+                component.emit = (lambda values, tup_id=None, stream=DEFAULT_STREAM, direct_task=None:
+                                  emit(values, stream, None, direct_task))
+            else:
+                component.emit = emit
+        if not self.is_spout:
+            if getattr(type(component), "ack", None) is Bolt.ack:
+                component.ack = self.ack
+            if getattr(type(component), "fail", None) is Bolt.fail:
+                component.fail = self.fail
+
+    def _fast_emit(self) -> Any:
+        """A bolt-signature emit with the fast path; ``self.fast_routes`` is refreshed per plan."""
+        fast = self.fast_routes
+        batches = self.batches
+        slow = self.emit
+        add = self._add
+        flush = self.flush
+        inst = self
+
+        def emit(values: Any, stream: str = DEFAULT_STREAM, anchors: Any = None,
+                 direct_task: Optional[int] = None) -> list:
+            route = fast.get(stream)
+            if route is None or direct_task is not None or len(values) != route.fields:
+                return slow(values, stream, None, anchors, direct_task)
+            inst.emit_count += 1
+            cache = route.key_cache
+            if cache is not None:
+                try:
+                    t = cache.get(values[route.key_index])
+                except TypeError:  # an unhashable key
+                    t = None
+                if t is None:
+                    t = route.choose(values)
+            elif route.choose is None:  # nothing subscribes to this stream
+                return []
+            else:
+                t = route.choose(values)
+            batch = batches.get(t)
+            if batch is not None and batch.stream == stream:
+                vals = batch.vals
+                vals.append(values)
+                if len(vals) >= batch.limit:
+                    flush(t)
+            else:
+                add(t, stream, values)
+            return [t]
+
+        return emit
+
     # batches ---------------------------------------------------------------------
     def flush(self, dest: int) -> None:
-        runs = self.batches.pop(dest, None)
-        self.counts.pop(dest, None)
-        if runs:
-            self.out += data_frame(dest, self._packb([self.task_id, runs]))
+        batch = self.batches.pop(dest, None)
+        if batch is not None:
+            self.out += data_frame(dest, self._packb([self.task_id, batch.runs]))
 
     def flush_all(self) -> None:
         for dest in list(self.batches):
@@ -216,13 +308,20 @@ class Instance:
         if comp is None:
             return None
         process = self.component.process
+        new = object.__new__
         clock = time.perf_counter
         done = 0
         t_start = clock()
         for stream, vals in runs:
-            fields = self.fields_of.get((comp, stream), ())
+            source = self.sources.get((src, stream))
+            if source is None:
+                source = self.sources[src, stream] = TupleSource(comp, stream, src,
+                                                                 self.fields_of.get((comp, stream), ()))
             for v in vals:
-                process(Tuple(None, comp, stream, src, v, fields))
+                tup = new(Tuple)  # no __init__: two slot stores are the whole per-tuple cost
+                tup.values = v
+                tup.source = source
+                process(tup)
             done += len(vals)
         t_end = clock()
         self.execute_count += done
@@ -335,6 +434,9 @@ def run(env: Any) -> int:
     tick_freq = env.config["topology.tick.tuple.freq.secs"]
     if inst.is_spout:
         tick_freq = None
+    gc_threshold = int(env.config["squall.instance.gc.threshold"])
+    if gc_threshold:
+        gc.set_threshold(gc_threshold, *gc.get_threshold()[1:])
     log.info("task %d (%s) connected to its stream manager", task, component)
 
     now = time.monotonic()
@@ -389,7 +491,10 @@ def run(env: Any) -> int:
             elif ftype == CONTROL:
                 msg = decode_control(f)
                 if msg.physical_plan is not None:
+                    was_initialized = inst.initialized
                     inst.on_plan(msg.physical_plan)
+                    if gc_threshold and inst.initialized and not was_initialized:
+                        gc.freeze()  # the component as initialize() left it: never garbage
                     if pending:
                         queued = pending[:]
                         pending.clear()

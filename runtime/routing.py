@@ -7,9 +7,10 @@ on the same task in every process and every run.
 """
 from __future__ import annotations
 
+import itertools
 import random
 import zlib
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
 import msgpack
 
@@ -28,44 +29,57 @@ def stable_hash(key_values: Sequence[Any]) -> int:
     return zlib.crc32(msgpack.packb(list(key_values), use_bin_type=True))
 
 
-def _round_robin(tasks: list) -> Callable[[Any], list]:
-    tasks = [[t] for t in tasks]
-    n = len(tasks)
-    state = [random.randrange(n)]
-
-    def choose(values: Any) -> list:
-        i = state[0] + 1
-        if i >= n:
-            i = 0
-        state[0] = i
-        return tasks[i]
-
-    return choose
+# Fields groupings remember the task of up to this many ``str`` keys (a dict
+# lookup instead of msgpack + CRC-32 per tuple). Only exact ``str`` keys are
+# cached: a dict would confuse ``1``, ``1.0`` and ``True``, which msgpack, and
+# so ``stable_hash``, tells apart.
+KEY_CACHE_SIZE = 1 << 16
 
 
-def _fields(tasks: list, idx: list) -> Callable[[Any], list]:
-    tasks = [[t] for t in tasks]
+def _round_robin(tasks: list) -> Callable[[Any], int]:
+    start = random.randrange(len(tasks))
+    next_task = itertools.cycle(tasks[start:] + tasks[:start]).__next__
+    return lambda values: next_task()
+
+
+def _fields(tasks: list, idx: list) -> Callable[[Any], int]:
     n = len(tasks)
     packb = msgpack.Packer(use_bin_type=True).pack
     crc = zlib.crc32
-    if len(idx) == 1:
-        k = idx[0]
-        return lambda values: tasks[crc(packb([values[k]])) % n]
-    return lambda values: tasks[crc(packb([values[k] for k in idx])) % n]
+    if len(idx) != 1:
+        return lambda values: tasks[crc(packb([values[k] for k in idx])) % n]
+    k = idx[0]
+    cache: dict = {}
+
+    def choose(values: Any) -> int:
+        key = values[k]
+        if key.__class__ is str:
+            task = cache.get(key)
+            if task is None:
+                task = tasks[crc(packb([key])) % n]
+                if len(cache) >= KEY_CACHE_SIZE:
+                    cache.clear()
+                cache[key] = task
+            return task
+        return tasks[crc(packb([key])) % n]
+
+    choose.key_index = k  # type: ignore[attr-defined]
+    choose.key_cache = cache  # type: ignore[attr-defined]
+    return choose
 
 
-def _partial_key(tasks: list, idx: list) -> Callable[[Any], list]:
+def _partial_key(tasks: list, idx: list) -> Callable[[Any], int]:
     n = len(tasks)
     load = {t: 0 for t in tasks}
     packb = msgpack.Packer(use_bin_type=True).pack
 
-    def choose(values: Any) -> list:
+    def choose(values: Any) -> int:
         data = packb([values[k] for k in idx])
         a = tasks[zlib.crc32(data) % n]
         b = tasks[zlib.crc32(data, _PARTIAL_SEED) % n]
         t = a if load[a] <= load[b] else b
         load[t] += 1
-        return [t]
+        return t
 
     return choose
 
@@ -84,8 +98,28 @@ def _custom(obj: Any, tasks: list) -> Callable[[Any], list]:
     return choose
 
 
+class FastRoute(NamedTuple):
+    """A stream with no subscriber (``choose`` None) or one that picks one task.
+
+    ``key_cache`` (single-key fields groupings) maps ``str`` keys at
+    ``key_index`` to their task, so the emit path can look it up before
+    calling ``choose``; only ``str`` keys are in it, and nothing else
+    compares equal to one.
+    """
+
+    choose: Optional[Callable[[Any], int]]
+    fields: int
+    key_index: int
+    key_cache: Optional[dict]
+
+
 class StreamRoute:
-    """Where one output stream of a component goes: one chooser per subscriber."""
+    """Where one output stream of a component goes: one chooser per subscriber.
+
+    A chooser maps values to one task id (``single``) or to a list of them
+    (all, custom). ``simple`` says whether the instance's fast emit path can
+    take the stream: no subscriber, or one that picks one task.
+    """
 
     __slots__ = ("name", "direct", "choosers", "direct_tasks", "fields")
 
@@ -93,8 +127,18 @@ class StreamRoute:
         self.name = name
         self.direct = direct
         self.fields = list(fields)
-        self.choosers: list = []
+        self.choosers: list = []  # (chooser, single)
         self.direct_tasks: set = set()
+
+    @property
+    def simple(self) -> bool:
+        return not self.direct and (not self.choosers or (len(self.choosers) == 1 and self.choosers[0][1]))
+
+    def fast(self) -> "FastRoute":
+        """What the fast emit path needs of a ``simple`` stream."""
+        choose = self.choosers[0][0] if self.choosers else None
+        return FastRoute(choose, len(self.fields), getattr(choose, "key_index", 0),
+                         getattr(choose, "key_cache", None))
 
     def targets(self, values: Any, direct_task: Optional[int]) -> list:
         if self.direct:
@@ -106,12 +150,12 @@ class StreamRoute:
             return [direct_task]
         if direct_task is not None:
             raise RoutingError(f"direct_task given but stream {self.name!r} is not declared direct")
-        choosers = self.choosers
-        if len(choosers) == 1:
-            return choosers[0](values)
         out: list = []
-        for choose in choosers:
-            out.extend(choose(values))
+        for choose, single in self.choosers:
+            if single:
+                out.append(choose(values))
+            else:
+                out.extend(choose(values))
         return out
 
 
@@ -141,6 +185,7 @@ def build_routes(
                 route.direct_tasks.update(tasks)
                 continue
             idx = [route.fields.index(f) for f in inp.fields] if inp.fields else []
+            single = kind != G.ALL and kind != G.CUSTOM
             if kind in (G.SHUFFLE, G.NONE):
                 chooser = _round_robin(tasks)
             elif kind == G.FIELDS:
@@ -148,7 +193,7 @@ def build_routes(
             elif kind == G.ALL:
                 chooser = (lambda ts: lambda values: ts)(list(tasks))
             elif kind == G.GLOBAL:
-                chooser = (lambda ts: lambda values: ts)([tasks[0]])
+                chooser = (lambda t: lambda values: t)(tasks[0])
             elif kind == G.LOCAL_OR_SHUFFLE:
                 local = [t for t in tasks if task_container.get(t) == my_container]
                 chooser = _round_robin(local or tasks)
@@ -162,5 +207,5 @@ def build_routes(
                 chooser = _custom(obj, tasks)
             else:
                 raise RoutingError(f"unknown grouping {kind} from {component}/{inp.stream} to {consumer.name}")
-            route.choosers.append(chooser)
+            route.choosers.append((chooser, single))
     return routes

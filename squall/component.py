@@ -15,15 +15,32 @@ SYSTEM_COMPONENT = "__system"
 TICK_STREAM = "__tick"
 
 
+class TupleSource:
+    """Where tuples come from: one emitting task's stream. Shared by its tuples."""
+
+    __slots__ = ("component", "stream", "task", "fields", "index")
+
+    def __init__(self, component: str, stream: str, task: int, fields: Sequence[str] = ()):
+        self.component = component
+        self.stream = stream
+        self.task = task
+        self.fields = tuple(fields)
+        self.index = {name: i for i, name in enumerate(self.fields)}
+
+
 class Tuple:
     """One tuple as a bolt receives it.
 
     Values are reached by position (``tup[0]``), by field name (``tup["word"]``)
     or as attributes (``tup.word``). ``component``, ``stream`` and ``task`` say
     where it came from: the emitting component, its stream and its task id.
+
+    A tuple holds its values and its ``TupleSource``. The runtime makes them
+    without ``__init__`` (it is a per-tuple cost of every bolt) and leaves
+    ``id`` and ``roots``, the at-least-once bookkeeping, unset: they read as None.
     """
 
-    __slots__ = ("id", "component", "stream", "task", "values", "fields", "roots")
+    __slots__ = ("values", "source", "id", "roots")
 
     def __init__(
         self,
@@ -36,24 +53,38 @@ class Tuple:
         roots: Any = None,
     ):
         self.id = id
-        self.component = component
-        self.stream = stream
-        self.task = task
         self.values = values
-        self.fields = fields
-        # Runtime bookkeeping for at-least-once (the tuple trees it belongs to).
+        self.source = TupleSource(component, stream, task, fields)
         self.roots = roots
 
+    @property
+    def component(self) -> str:
+        return self.source.component
+
+    @property
+    def stream(self) -> str:
+        return self.source.stream
+
+    @property
+    def task(self) -> int:
+        return self.source.task
+
+    @property
+    def fields(self) -> tuple:
+        return self.source.fields
+
     def __getitem__(self, key: Union[int, str]) -> Any:
-        if isinstance(key, str):
+        if key.__class__ is str:
             try:
-                return self.values[self.fields.index(key)]
-            except ValueError:
+                return self.values[self.source.index[key]]
+            except KeyError:
                 raise KeyError(f"stream {self.component}/{self.stream} has no field {key!r}") from None
         return self.values[key]
 
     def __getattr__(self, name: str) -> Any:
-        if name in Tuple.__slots__:  # an unset slot
+        if name == "id" or name == "roots":  # unset: the runtime's at-most-once tuples
+            return None
+        if name in Tuple.__slots__:
             raise AttributeError(name)
         try:
             return self[name]
