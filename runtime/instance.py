@@ -46,6 +46,21 @@ SPOUT_BURST = 64
 DRAIN_QUIET_SECS = 0.2
 
 
+class _ReceivedTuple(Tuple):
+    """A ``Tuple`` filled in slot by slot by ``Instance.on_data``.
+
+    ``object.__init__`` takes no arguments, so ``_ReceivedTuple()`` plus two
+    slot stores is the cheapest way to make a tuple (a third less than
+    ``object.__new__(Tuple)``): it is a per-tuple cost of every bolt. At most
+    once, tuples have no id and no tree: the class answers None for both.
+    """
+
+    __slots__ = ()
+    __init__ = object.__init__  # type: ignore[assignment]
+    id = None
+    roots = None
+
+
 class _Batch:
     """Tuples waiting for one destination task: runs of [stream, values] in emit order.
 
@@ -53,13 +68,12 @@ class _Batch:
     values, which is the batch size less what earlier runs hold.
     """
 
-    __slots__ = ("runs", "stream", "vals", "limit", "size")
+    __slots__ = ("runs", "stream", "vals", "limit")
 
     def __init__(self, size: int) -> None:
         self.runs: list = []
         self.stream: Optional[str] = None
         self.vals: list = []
-        self.size = size
         self.limit = size
 
     def add(self, stream: str, values: Any) -> None:
@@ -90,11 +104,6 @@ class Instance:
         self.batch_size = batch_size
         spec = find_component(topology, component_name)
         self.is_spout = spec.kind == schema.ComponentKind.SPOUT
-        if component_obj is None:
-            from squall.importing import import_object
-
-            component_obj = import_object(spec.class_name)()
-        self.component = component_obj
         self.fields_of = {(c.name, s.name): list(s.fields) for c in topology.components for s in c.outputs}
         self.task_component: dict = {}
         self.routes: dict = {}
@@ -104,10 +113,18 @@ class Instance:
         self.plan: Any = None
         self.out = bytearray()
         self.batches: dict = {}  # destination task -> _Batch
-        self.fast_routes: dict = {}  # stream -> FastRoute
+        self.fast_routes: dict = {}  # stream -> StreamRoute.fast()
         self.sources: dict = {}  # (source task, stream) -> TupleSource
         self._packb = msgpack.Packer(use_bin_type=True).pack
         self.reset_metrics()
+        if component_obj is None:
+            from squall.importing import import_object
+
+            component_obj = self._runtime_class(import_object(spec.class_name))()
+        else:
+            component_obj.__class__ = self._runtime_class(type(component_obj))
+        component_obj._collector = self
+        self.component = component_obj
 
     # metrics -----------------------------------------------------------------
     def reset_metrics(self) -> None:
@@ -174,7 +191,6 @@ class Instance:
         self.plan = pplan
         active = pplan.status == schema.TopologyStatus.RUNNING
         if not self.initialized:
-            self._attach()
             self.component.initialize(self.context.get_cluster_config(), self.context)
             self.initialized = True
             self.active = active
@@ -219,35 +235,55 @@ class Instance:
     def fail(self, tup: Any) -> None:
         self.fail_count += 1
 
-    def _attach(self) -> None:
-        """Give the component its collector, and the fast paths where it does not override them.
+    def _runtime_class(self, cls: type) -> type:
+        """``cls`` with this instance's fast paths, where it does not override them.
 
-        ``emit`` on a stream with one subscriber that picks one task (all but
-        all, custom and direct) skips the generic route walk: one chooser call
-        and an append to the destination's open run. ``ack``/``fail`` go to the
-        instance's counters directly. A subclass that overrides ``emit``,
+        ``emit`` on a stream with no subscriber or one that picks one task (all
+        but all, custom and direct) skips the generic route walk: one chooser
+        call and an append to the destination's open run. ``ack``/``fail`` go
+        to the instance's counters directly. A class that overrides ``emit``,
         ``ack`` or ``fail`` keeps its own, which goes through the collector.
+
+        The fast methods go on a subclass made here (same name and module),
+        and the component is made from it, not patched afterwards: an instance
+        attribute that shadows a class method, or a class swapped under an
+        object, defeats CPython's attribute specialisation, which costs more
+        than the layers it saves.
         """
         from squall.component import Bolt, Spout
 
-        component = self.component
-        component._collector = self
         base = Spout if self.is_spout else Bolt
-        emit = self._fast_emit()
-        if getattr(type(component), "emit", None) is base.emit:
+        methods: dict = {}
+        if getattr(cls, "emit", None) is base.emit:
+            emit = self._fast_emit()
             if self.is_spout:
-                component.emit = (lambda values, tup_id=None, stream=DEFAULT_STREAM, direct_task=None:
-                                  emit(values, stream, None, direct_task))
+                def spout_emit(spout: Any, values: Any, tup_id: Any = None, stream: str = DEFAULT_STREAM,
+                               direct_task: Optional[int] = None) -> list:
+                    return emit(spout, values, stream, None, direct_task)
+
+                methods["emit"] = spout_emit
             else:
-                component.emit = emit
+                methods["emit"] = emit
         if not self.is_spout:
-            if getattr(type(component), "ack", None) is Bolt.ack:
-                component.ack = self.ack
-            if getattr(type(component), "fail", None) is Bolt.fail:
-                component.fail = self.fail
+            inst = self
+
+            def ack(bolt: Any, tup: Any) -> None:
+                inst.ack_count += 1
+
+            def fail(bolt: Any, tup: Any) -> None:
+                inst.fail_count += 1
+
+            if getattr(cls, "ack", None) is Bolt.ack:
+                methods["ack"] = ack
+            if getattr(cls, "fail", None) is Bolt.fail:
+                methods["fail"] = fail
+        if not methods:
+            return cls
+        return type(cls.__name__, (cls,), {"__slots__": (), "__module__": cls.__module__,
+                                           "__qualname__": cls.__qualname__, **methods})
 
     def _fast_emit(self) -> Any:
-        """A bolt-signature emit with the fast path; ``self.fast_routes`` is refreshed per plan."""
+        """A bolt-signature ``emit`` method with the fast path; ``self.fast_routes`` is refreshed per plan."""
         fast = self.fast_routes
         batches = self.batches
         slow = self.emit
@@ -255,24 +291,26 @@ class Instance:
         flush = self.flush
         inst = self
 
-        def emit(values: Any, stream: str = DEFAULT_STREAM, anchors: Any = None,
+        def emit(component: Any, values: Any, stream: str = DEFAULT_STREAM, anchors: Any = None,
                  direct_task: Optional[int] = None) -> list:
             route = fast.get(stream)
-            if route is None or direct_task is not None or len(values) != route.fields:
+            if route is None or direct_task is not None:
+                return slow(values, stream, None, anchors, direct_task)
+            choose, fields, key_index, key_cache = route
+            if len(values) != fields:
                 return slow(values, stream, None, anchors, direct_task)
             inst.emit_count += 1
-            cache = route.key_cache
-            if cache is not None:
+            if key_cache is not None:
                 try:
-                    t = cache.get(values[route.key_index])
+                    t = key_cache.get(values[key_index])
                 except TypeError:  # an unhashable key
                     t = None
                 if t is None:
-                    t = route.choose(values)
-            elif route.choose is None:  # nothing subscribes to this stream
+                    t = choose(values)
+            elif choose is None:  # nothing subscribes to this stream
                 return []
             else:
-                t = route.choose(values)
+                t = choose(values)
             batch = batches.get(t)
             if batch is not None and batch.stream == stream:
                 vals = batch.vals
@@ -308,7 +346,7 @@ class Instance:
         if comp is None:
             return None
         process = self.component.process
-        new = object.__new__
+        make = _ReceivedTuple
         clock = time.perf_counter
         done = 0
         t_start = clock()
@@ -318,7 +356,7 @@ class Instance:
                 source = self.sources[src, stream] = TupleSource(comp, stream, src,
                                                                  self.fields_of.get((comp, stream), ()))
             for v in vals:
-                tup = new(Tuple)  # no __init__: two slot stores are the whole per-tuple cost
+                tup = make()
                 tup.values = v
                 tup.source = source
                 process(tup)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import random
 import zlib
-from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import msgpack
 
@@ -98,21 +98,6 @@ def _custom(obj: Any, tasks: list) -> Callable[[Any], list]:
     return choose
 
 
-class FastRoute(NamedTuple):
-    """A stream with no subscriber (``choose`` None) or one that picks one task.
-
-    ``key_cache`` (single-key fields groupings) maps ``str`` keys at
-    ``key_index`` to their task, so the emit path can look it up before
-    calling ``choose``; only ``str`` keys are in it, and nothing else
-    compares equal to one.
-    """
-
-    choose: Optional[Callable[[Any], int]]
-    fields: int
-    key_index: int
-    key_cache: Optional[dict]
-
-
 class StreamRoute:
     """Where one output stream of a component goes: one chooser per subscriber.
 
@@ -134,11 +119,18 @@ class StreamRoute:
     def simple(self) -> bool:
         return not self.direct and (not self.choosers or (len(self.choosers) == 1 and self.choosers[0][1]))
 
-    def fast(self) -> "FastRoute":
-        """What the fast emit path needs of a ``simple`` stream."""
+    def fast(self) -> tuple:
+        """What the fast emit path needs of a ``simple`` stream, as a plain tuple
+        (unpacked per emit): (chooser or None when nothing subscribes, number of
+        fields, key index, key cache).
+
+        ``key_cache`` (single-key fields groupings) maps ``str`` keys at
+        ``key_index`` to their task, so the emit path can look a key up before
+        calling the chooser; only ``str`` keys are in it, and nothing else
+        compares equal to one.
+        """
         choose = self.choosers[0][0] if self.choosers else None
-        return FastRoute(choose, len(self.fields), getattr(choose, "key_index", 0),
-                         getattr(choose, "key_cache", None))
+        return choose, len(self.fields), getattr(choose, "key_index", 0), getattr(choose, "key_cache", None)
 
     def targets(self, values: Any, direct_task: Optional[int]) -> list:
         if self.direct:

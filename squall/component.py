@@ -32,12 +32,13 @@ class Tuple:
     """One tuple as a bolt receives it.
 
     Values are reached by position (``tup[0]``), by field name (``tup["word"]``)
-    or as attributes (``tup.word``). ``component``, ``stream`` and ``task`` say
+    or as the list ``tup.values``. ``component``, ``stream`` and ``task`` say
     where it came from: the emitting component, its stream and its task id.
 
-    A tuple holds its values and its ``TupleSource``. The runtime makes them
-    without ``__init__`` (it is a per-tuple cost of every bolt) and leaves
-    ``id`` and ``roots``, the at-least-once bookkeeping, unset: they read as None.
+    A tuple holds its values and its ``TupleSource``; ``id`` and ``roots`` are
+    the at-least-once bookkeeping. There is no ``__getattr__`` (no ``tup.word``):
+    it would make every attribute read, ``tup.values`` included, take CPython's
+    slow path, a per-tuple cost of every bolt.
     """
 
     __slots__ = ("values", "source", "id", "roots")
@@ -80,16 +81,6 @@ class Tuple:
             except KeyError:
                 raise KeyError(f"stream {self.component}/{self.stream} has no field {key!r}") from None
         return self.values[key]
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "id" or name == "roots":  # unset: the runtime's at-most-once tuples
-            return None
-        if name in Tuple.__slots__:
-            raise AttributeError(name)
-        try:
-            return self[name]
-        except KeyError as e:
-            raise AttributeError(str(e)) from None
 
     def __len__(self) -> int:
         return len(self.values)

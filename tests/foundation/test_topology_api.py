@@ -100,7 +100,7 @@ def test_class_dsl_builds_the_same_plan_as_the_builder():
 
 def test_tuple_field_access():
     t = Tuple(1, "words", "default", 3, ["hello", 2], ("word", "n"))
-    assert (t[0], t["word"], t.n, len(t)) == ("hello", "hello", 2, 2)
+    assert (t[0], t["word"], t.values, len(t), t.task, t.fields) == ("hello", "hello", ["hello", 2], 2, 3, ("word", "n"))
     with pytest.raises(KeyError, match="no field 'x'"):
         t["x"]
     with pytest.raises(AttributeError):
