@@ -68,9 +68,10 @@ class _Batch:
     values, which is the batch size less what earlier runs hold.
     """
 
-    __slots__ = ("runs", "stream", "vals", "limit")
+    __slots__ = ("targets", "runs", "stream", "vals", "limit")
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, dest: int, size: int) -> None:
+        self.targets = (dest,)  # what an emit to this destination alone returns
         self.runs: list = []
         self.stream: Optional[str] = None
         self.vals: list = []
@@ -116,6 +117,7 @@ class Instance:
         self.fast_routes: dict = {}  # stream -> StreamRoute.fast()
         self.sources: dict = {}  # (source task, stream) -> TupleSource
         self._packb = msgpack.Packer(use_bin_type=True).pack
+        self._emits = [0]
         self.reset_metrics()
         if component_obj is None:
             from squall.importing import import_object
@@ -127,6 +129,15 @@ class Instance:
         self.component = component_obj
 
     # metrics -----------------------------------------------------------------
+    @property
+    def emit_count(self) -> int:
+        """Emits since the last metrics bucket (a one-item list the fast emit path can bump cheaply)."""
+        return self._emits[0]
+
+    @emit_count.setter
+    def emit_count(self, value: int) -> None:
+        self._emits[0] = value
+
     def reset_metrics(self) -> None:
         self.emit_count = 0
         self.execute_count = 0
@@ -207,7 +218,7 @@ class Instance:
             log.info("task %d %s", self.task_id, "activated" if active else "deactivated")
 
     # collector -------------------------------------------------------------------
-    def emit(self, values: Any, stream: str, tup_id: Any, anchors: Any, direct_task: Optional[int]) -> list:
+    def emit(self, values: Any, stream: str, tup_id: Any, anchors: Any, direct_task: Optional[int]) -> tuple:
         route = self.routes.get(stream)
         if route is None:
             raise RoutingError(f"component {self.component_name!r} has no output stream {stream!r} "
@@ -219,12 +230,12 @@ class Instance:
         for t in targets:
             self._add(t, stream, values)
         self.emit_count += 1
-        return targets
+        return tuple(targets)
 
     def _add(self, dest: int, stream: str, values: Any) -> None:
         batch = self.batches.get(dest)
         if batch is None:
-            self.batches[dest] = batch = _Batch(self.batch_size)
+            self.batches[dest] = batch = _Batch(dest, self.batch_size)
         batch.add(stream, values)
         if batch.full:
             self.flush(dest)
@@ -258,7 +269,7 @@ class Instance:
             emit = self._fast_emit()
             if self.is_spout:
                 def spout_emit(spout: Any, values: Any, tup_id: Any = None, stream: str = DEFAULT_STREAM,
-                               direct_task: Optional[int] = None) -> list:
+                               direct_task: Optional[int] = None) -> tuple:
                     return emit(spout, values, stream, None, direct_task)
 
                 methods["emit"] = spout_emit
@@ -289,26 +300,26 @@ class Instance:
         slow = self.emit
         add = self._add
         flush = self.flush
-        inst = self
+        emits = self._emits
 
         def emit(component: Any, values: Any, stream: str = DEFAULT_STREAM, anchors: Any = None,
-                 direct_task: Optional[int] = None) -> list:
+                 direct_task: Optional[int] = None) -> tuple:
             route = fast.get(stream)
             if route is None or direct_task is not None:
                 return slow(values, stream, None, anchors, direct_task)
-            choose, fields, key_index, key_cache = route
+            choose, fields, next_task, key_index, key_tasks = route
             if len(values) != fields:
                 return slow(values, stream, None, anchors, direct_task)
-            inst.emit_count += 1
-            if key_cache is not None:
+            emits[0] += 1
+            if key_tasks is not None:
                 try:
-                    t = key_cache.get(values[key_index])
+                    t = key_tasks[values[key_index]]
                 except TypeError:  # an unhashable key
-                    t = None
-                if t is None:
                     t = choose(values)
+            elif next_task is not None:
+                t = next_task()
             elif choose is None:  # nothing subscribes to this stream
-                return []
+                return ()
             else:
                 t = choose(values)
             batch = batches.get(t)
@@ -317,9 +328,9 @@ class Instance:
                 vals.append(values)
                 if len(vals) >= batch.limit:
                     flush(t)
-            else:
-                add(t, stream, values)
-            return [t]
+                return batch.targets
+            add(t, stream, values)
+            return (t,)
 
         return emit
 

@@ -24,47 +24,70 @@ class RoutingError(ValueError):
     """An emit that cannot be routed (wrong direct task, unknown stream)."""
 
 
+_packb = msgpack.Packer(use_bin_type=True).pack
+
+
 def stable_hash(key_values: Sequence[Any]) -> int:
     """A hash of key values that is the same in every process and run."""
-    return zlib.crc32(msgpack.packb(list(key_values), use_bin_type=True))
+    return zlib.crc32(_packb(list(key_values)))
 
 
 # Fields groupings remember the task of up to this many ``str`` keys (a dict
-# lookup instead of msgpack + CRC-32 per tuple). Only exact ``str`` keys are
-# cached: a dict would confuse ``1``, ``1.0`` and ``True``, which msgpack, and
-# so ``stable_hash``, tells apart.
+# lookup instead of msgpack + CRC-32 per tuple).
 KEY_CACHE_SIZE = 1 << 16
+
+
+def _value_free(next_task: Callable[[], int]) -> Callable[[Any], int]:
+    """A chooser that ignores the values; ``next_task`` (C-level) is kept for the fast emit path."""
+    choose = lambda values: next_task()  # noqa: E731
+    choose.next_task = next_task  # type: ignore[attr-defined]
+    return choose
 
 
 def _round_robin(tasks: list) -> Callable[[Any], int]:
     start = random.randrange(len(tasks))
-    next_task = itertools.cycle(tasks[start:] + tasks[:start]).__next__
-    return lambda values: next_task()
+    return _value_free(itertools.cycle(tasks[start:] + tasks[:start]).__next__)
+
+
+class _KeyTasks(dict):
+    """Key -> task for a single-key fields grouping: ``key_tasks[key]`` computes a miss.
+
+    Only exact ``str`` keys are remembered (a dict would confuse ``1``, ``1.0``
+    and ``True``, which msgpack, and so ``stable_hash``, tells apart); nothing
+    else compares equal to a ``str``, so looking up any hashable key is right.
+    """
+
+    __slots__ = ("tasks",)
+
+    def __init__(self, tasks: list):
+        super().__init__()
+        self.tasks = tasks
+
+    def __missing__(self, key: Any) -> int:
+        task = self.tasks[zlib.crc32(_packb([key])) % len(self.tasks)]
+        if key.__class__ is str:
+            if len(self) >= KEY_CACHE_SIZE:
+                self.clear()
+            self[key] = task
+        return task
 
 
 def _fields(tasks: list, idx: list) -> Callable[[Any], int]:
     n = len(tasks)
-    packb = msgpack.Packer(use_bin_type=True).pack
     crc = zlib.crc32
     if len(idx) != 1:
-        return lambda values: tasks[crc(packb([values[k] for k in idx])) % n]
+        return lambda values: tasks[crc(_packb([values[k] for k in idx])) % n]
     k = idx[0]
-    cache: dict = {}
+    key_tasks = _KeyTasks(tasks)
 
     def choose(values: Any) -> int:
-        key = values[k]
-        if key.__class__ is str:
-            task = cache.get(key)
-            if task is None:
-                task = tasks[crc(packb([key])) % n]
-                if len(cache) >= KEY_CACHE_SIZE:
-                    cache.clear()
-                cache[key] = task
-            return task
-        return tasks[crc(packb([key])) % n]
+        try:
+            return key_tasks[values[k]]
+        except TypeError:  # an unhashable key (a list, say): computed, not remembered
+            return key_tasks.__missing__(values[k])
 
     choose.key_index = k  # type: ignore[attr-defined]
-    choose.key_cache = cache  # type: ignore[attr-defined]
+    choose.key_tasks = key_tasks  # type: ignore[attr-defined]
     return choose
 
 
@@ -122,15 +145,15 @@ class StreamRoute:
     def fast(self) -> tuple:
         """What the fast emit path needs of a ``simple`` stream, as a plain tuple
         (unpacked per emit): (chooser or None when nothing subscribes, number of
-        fields, key index, key cache).
+        fields, next_task, key index, key_tasks).
 
-        ``key_cache`` (single-key fields groupings) maps ``str`` keys at
-        ``key_index`` to their task, so the emit path can look a key up before
-        calling the chooser; only ``str`` keys are in it, and nothing else
-        compares equal to one.
+        ``next_task`` (shuffle, local-or-shuffle, global) picks without the
+        values and without a Python frame; ``key_tasks[values[key index]]``
+        (single-key fields groupings) is the task of a key, without one either.
         """
         choose = self.choosers[0][0] if self.choosers else None
-        return choose, len(self.fields), getattr(choose, "key_index", 0), getattr(choose, "key_cache", None)
+        return (choose, len(self.fields), getattr(choose, "next_task", None),
+                getattr(choose, "key_index", 0), getattr(choose, "key_tasks", None))
 
     def targets(self, values: Any, direct_task: Optional[int]) -> list:
         if self.direct:
@@ -185,7 +208,7 @@ def build_routes(
             elif kind == G.ALL:
                 chooser = (lambda ts: lambda values: ts)(list(tasks))
             elif kind == G.GLOBAL:
-                chooser = (lambda t: lambda values: t)(tasks[0])
+                chooser = _value_free(itertools.repeat(tasks[0]).__next__)
             elif kind == G.LOCAL_OR_SHUFFLE:
                 local = [t for t in tasks if task_container.get(t) == my_container]
                 chooser = _round_robin(local or tasks)

@@ -103,7 +103,7 @@ class Collector(Protocol):
         tup_id: Any,
         anchors: Optional[Iterable[Tuple]],
         direct_task: Optional[int],
-    ) -> list:
+    ) -> tuple:
         ...
 
     def ack(self, tup: Tuple) -> None:
@@ -221,10 +221,10 @@ class Spout(Component):
         tup_id: Any = None,
         stream: str = DEFAULT_STREAM,
         direct_task: Optional[int] = None,
-    ) -> list:
+    ) -> tuple:
         """Emit a tuple; with ``tup_id`` (at-least-once) it is tracked and acked or failed.
 
-        Returns the task ids it was sent to.
+        Returns the task ids it was sent to, as a tuple.
         """
         return self._collector.emit(values, stream, tup_id, None, direct_task)
 
@@ -249,8 +249,8 @@ class Bolt(Component):
         stream: str = DEFAULT_STREAM,
         anchors: Optional[Iterable[Tuple]] = None,
         direct_task: Optional[int] = None,
-    ) -> list:
-        """Emit a tuple, anchored to ``anchors`` for at-least-once. Returns target task ids."""
+    ) -> tuple:
+        """Emit a tuple, anchored to ``anchors`` for at-least-once. Returns the target task ids, as a tuple."""
         return self._collector.emit(values, stream, None, anchors, direct_task)
 
     def ack(self, tup: Tuple) -> None:
