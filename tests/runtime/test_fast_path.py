@@ -1,0 +1,143 @@
+"""The instance's fast emit path routes, batches and counts exactly like the generic one."""
+import msgpack
+import pytest
+
+from squall import Bolt, Grouping, Spout, Stream, TopologyBuilder
+from squall.idl import schema
+from squall.logical import task_ids
+from squall.runtime.instance import Instance
+from squall.runtime.protocol import DATA_HEADER_SIZE, FrameReader, frame_dest
+from squall.runtime.routing import RoutingError, stable_hash
+
+
+class Src(Spout):
+    outputs = [Stream(["key", "n"]), Stream(["key", "n"], name="side"), Stream(["x"], name="unused"),
+               Stream(["key", "n"], name="direct", direct=True)]
+
+
+class Sink(Bolt):
+    pass
+
+
+class CountingSrc(Src):
+    """Overrides emit: the runtime must keep the override."""
+
+    calls = 0
+
+    def emit(self, values, tup_id=None, stream="default", direct_task=None):
+        CountingSrc.calls += 1
+        return super().emit(values, tup_id, stream, direct_task)
+
+
+def build(grouping, par=5, src_class=Src):
+    b = TopologyBuilder("fast")
+    src = b.add_spout("src", src_class)
+    b.add_bolt("sink", Sink, par=par, inputs={src: grouping, src["side"]: grouping,
+                                              src["direct"]: Grouping.DIRECT})
+    return b.build().plan
+
+
+def instance(topology, component_obj, batch_size=1000):
+    tasks = task_ids(topology)
+    locations = [schema.InstanceLocation(id=schema.InstanceId(c, t, i), container=1, pid=1)
+                 for c, ts in tasks.items() for i, t in enumerate(ts)]
+    plan = schema.PhysicalPlan(topology_name="fast", packing_plan_id="p", status=schema.TopologyStatus.RUNNING,
+                               tmaster=None, stmgrs=[], instances=locations)
+    inst = Instance(topology, "src", tasks["src"][0], 1, {}, batch_size=batch_size, component_obj=component_obj)
+    inst.on_plan(plan)
+    return inst, tasks["sink"]
+
+
+def frames(inst):
+    inst.flush_all()
+    out = {}
+    for f in FrameReader().feed(bytes(inst.out)):
+        out.setdefault(frame_dest(f), []).extend(msgpack.unpackb(f[DATA_HEADER_SIZE:])[1])
+    inst.out.clear()
+    return out
+
+
+def test_fields_keys_of_every_type_land_where_stable_hash_says():
+    # with 5 tasks, "1", 1, 1.0 and True all hash to different tasks: a key cache
+    # that confused equal-comparing keys would send 1.0 and True to 1's task
+    keys = [1, "1", 1.0, True, None, b"1", [1, 2], "a", "1", 1, 1.0, True, [1, 2], "a"]
+    assert len({stable_hash([k]) % 5 for k in ("1", 1, 1.0, True)}) == 4
+    spout = Src()
+    inst, sinks = instance(build(Grouping.fields("key")), spout)
+    for n, key in enumerate(keys):
+        sent = spout.emit([key, n])
+        assert sent == (sinks[stable_hash([key]) % 5],), key
+    got = frames(inst)
+    assert sorted(n for runs in got.values() for _stream, vals in runs for _key, n in vals) == list(range(len(keys)))
+    for dest, runs in got.items():
+        assert all(sinks[stable_hash([key]) % 5] == dest for _s, vals in runs for key, _n in vals)
+
+
+@pytest.mark.parametrize("grouping, expect", [
+    (Grouping.SHUFFLE, "even"), (Grouping.NONE, "even"), (Grouping.LOCAL_OR_SHUFFLE, "even"),
+    (Grouping.GLOBAL, "lowest"), (Grouping.partial_key("key"), "two per key"),
+])
+def test_value_free_and_partial_key_groupings(grouping, expect):
+    spout = Src()
+    inst, sinks = instance(build(grouping, par=3), spout)
+    seen: dict = {}
+    for n in range(300):
+        (task,) = spout.emit([f"k{n % 4}", n])
+        seen.setdefault(task, []).append(f"k{n % 4}")
+    assert inst.emit_count == 300
+    if expect == "even":
+        assert sorted(len(v) for v in seen.values()) == [100, 100, 100]
+    elif expect == "lowest":
+        assert list(seen) == [min(sinks)]
+    else:
+        per_key = {k: {t for t, ks in seen.items() if k in ks} for k in ("k0", "k1", "k2", "k3")}
+        assert all(1 <= len(ts) <= 2 for ts in per_key.values())
+    assert sum(len(vals) for runs in frames(inst).values() for _s, vals in runs) == 300
+
+
+def test_streams_keep_their_order_per_destination_across_both_paths():
+    spout = Src()
+    inst, sinks = instance(build(Grouping.GLOBAL, par=2), spout)
+    low = min(sinks)
+    spout.emit(["a", 1])
+    spout.emit(["b", 2], stream="side")
+    with pytest.raises(RoutingError, match="not declared direct"):
+        spout.emit(["c", 3], direct_task=low)  # nothing queued
+    spout.emit(["d", 4], stream="direct", direct_task=low)  # the generic path
+    spout.emit(["e", 5])
+    spout.emit(["f", 6])
+    assert frames(inst) == {low: [["default", [["a", 1]]], ["side", [["b", 2]]], ["direct", [["d", 4]]],
+                                  ["default", [["e", 5], ["f", 6]]]]}
+
+
+def test_batches_hold_at_most_the_batch_size_when_streams_alternate():
+    spout = Src()
+    inst, sinks = instance(build(Grouping.GLOBAL, par=1), spout, batch_size=4)
+    for n in range(3):
+        spout.emit(["k", n], stream="default" if n % 2 == 0 else "side")
+    assert not inst.out
+    spout.emit(["k", 3], stream="side")  # the 4th tuple for that task: the batch leaves
+    reader = FrameReader().feed(bytes(inst.out))
+    assert [frame_dest(f) for f in reader] == sinks
+    assert msgpack.unpackb(reader[0][DATA_HEADER_SIZE:])[1] == [
+        ["default", [["k", 0]]], ["side", [["k", 1]]], ["default", [["k", 2]]], ["side", [["k", 3]]]]
+
+
+def test_unsubscribed_stream_wrong_arity_and_overridden_emit():
+    spout = Src()
+    inst, _ = instance(build(Grouping.GLOBAL), spout)
+    assert spout.emit(["x"], stream="unused") == () and inst.emit_count == 1
+    with pytest.raises(RoutingError, match="has fields"):
+        spout.emit(["only the key"])
+    with pytest.raises(RoutingError, match="no output stream"):
+        spout.emit(["k", 1], stream="nope")
+    counting = CountingSrc()
+    inst, sinks = instance(build(Grouping.GLOBAL, src_class=CountingSrc), counting)
+    assert counting.emit(["k", 1]) == (min(sinks),) and CountingSrc.calls == 1
+    assert type(counting).emit is CountingSrc.emit
+
+
+def test_the_runtime_class_keeps_the_component_s_name_and_type():
+    spout = Src()
+    instance(build(Grouping.GLOBAL), spout)
+    assert isinstance(spout, Src) and type(spout).__name__ == "Src" and type(spout).__module__ == __name__
