@@ -304,11 +304,11 @@ class Instance:
 
         def emit(component: Any, values: Any, stream: str = DEFAULT_STREAM, anchors: Any = None,
                  direct_task: Optional[int] = None) -> tuple:
-            route = fast.get(stream)
-            if route is None or direct_task is not None:
+            try:
+                choose, fields, next_task, key_index, key_tasks = fast[stream]
+            except KeyError:
                 return slow(values, stream, None, anchors, direct_task)
-            choose, fields, next_task, key_index, key_tasks = route
-            if len(values) != fields:
+            if len(values) != fields or direct_task is not None:
                 return slow(values, stream, None, anchors, direct_task)
             emits[0] += 1
             if key_tasks is not None:
