@@ -34,7 +34,7 @@ from squall.component import SYSTEM_COMPONENT, TICK_STREAM, Tuple, TupleSource
 from squall.idl import schema
 from squall.runtime.protocol import (CONTROL, DATA, DATA_HEADER_SIZE, BlockingConnection, ProtocolError,
                                      control_frame, data_frame, decode_control)
-from squall.runtime.routing import RoutingError, build_routes
+from squall.runtime.routing import KEY_CACHE_SIZE, RoutingError, build_routes
 from squall.stream import DEFAULT_STREAM
 
 log = logging.getLogger(__name__)
@@ -65,17 +65,23 @@ class _Batch:
     """Tuples waiting for one destination task: runs of [stream, values] in emit order.
 
     ``vals`` is the open (last) run; the batch is full once it holds ``limit``
-    values, which is the batch size less what earlier runs hold.
+    values, which is the batch size less what earlier runs hold. A batch
+    lives as long as its destination: sending it clears it.
     """
 
-    __slots__ = ("targets", "runs", "stream", "vals", "limit")
+    __slots__ = ("dest", "targets", "size", "runs", "stream", "vals", "limit")
 
     def __init__(self, dest: int, size: int) -> None:
+        self.dest = dest
         self.targets = (dest,)  # what an emit to this destination alone returns
+        self.size = size
+        self.clear()
+
+    def clear(self) -> None:
         self.runs: list = []
         self.stream: Optional[str] = None
         self.vals: list = []
-        self.limit = size
+        self.limit = self.size
 
     def add(self, stream: str, values: Any) -> None:
         if stream != self.stream:
@@ -88,6 +94,29 @@ class _Batch:
     @property
     def full(self) -> bool:
         return len(self.vals) >= self.limit
+
+
+class _KeyBatches(dict):
+    """Key -> the batch of its task, over a fields grouping's key -> task map.
+
+    Remembers exact ``str`` keys only, like ``routing._KeyTasks`` (whose
+    docstring says why); other keys are looked up through it every time.
+    """
+
+    __slots__ = ("key_tasks", "batches")
+
+    def __init__(self, key_tasks: Any, batches: dict):
+        super().__init__()
+        self.key_tasks = key_tasks
+        self.batches = batches
+
+    def __missing__(self, key: Any) -> _Batch:
+        batch = self.batches[self.key_tasks[key]]
+        if key.__class__ is str:
+            if len(self) >= KEY_CACHE_SIZE:
+                self.clear()
+            self[key] = batch
+        return batch
 
 
 class Instance:
@@ -113,8 +142,8 @@ class Instance:
         self.active = False
         self.plan: Any = None
         self.out = bytearray()
-        self.batches: dict = {}  # destination task -> _Batch
-        self.fast_routes: dict = {}  # stream -> StreamRoute.fast()
+        self.batches: dict = {}  # destination task -> _Batch, for every task of the plan
+        self.fast_routes: dict = {}  # stream -> (fields, key index, _KeyBatches, next_task, chooser)
         self.sources: dict = {}  # (source task, stream) -> TupleSource
         self._packb = msgpack.Packer(use_bin_type=True).pack
         self._emits = [0]
@@ -196,8 +225,14 @@ class Instance:
             self.flush_all()
         self.routes = build_routes(self.topology, self.component_name, component_tasks, task_container,
                                    self.container, self.context)
+        for task in self.task_component:
+            self._batch(task)
         self.fast_routes.clear()
-        self.fast_routes.update((name, route.fast()) for name, route in self.routes.items() if route.simple)
+        for name, route in self.routes.items():
+            if route.simple:
+                choose, fields, next_task, key_index, key_tasks = route.fast()
+                key_batches = _KeyBatches(key_tasks, self.batches) if key_tasks is not None else None
+                self.fast_routes[name] = (fields, key_index, key_batches, next_task, choose)
         self.sources.clear()
         self.plan = pplan
         active = pplan.status == schema.TopologyStatus.RUNNING
@@ -232,13 +267,17 @@ class Instance:
         self.emit_count += 1
         return tuple(targets)
 
-    def _add(self, dest: int, stream: str, values: Any) -> None:
+    def _batch(self, dest: int) -> _Batch:
         batch = self.batches.get(dest)
         if batch is None:
             self.batches[dest] = batch = _Batch(dest, self.batch_size)
+        return batch
+
+    def _add(self, dest: int, stream: str, values: Any) -> None:
+        batch = self._batch(dest)
         batch.add(stream, values)
         if batch.full:
-            self.flush(dest)
+            self._send(batch)
 
     def ack(self, tup: Any) -> None:
         self.ack_count += 1
@@ -298,51 +337,52 @@ class Instance:
         fast = self.fast_routes
         batches = self.batches
         slow = self.emit
-        add = self._add
-        flush = self.flush
+        send = self._send
         emits = self._emits
 
         def emit(component: Any, values: Any, stream: str = DEFAULT_STREAM, anchors: Any = None,
                  direct_task: Optional[int] = None) -> tuple:
             try:
-                choose, fields, next_task, key_index, key_tasks = fast[stream]
+                fields, key_index, key_batches, next_task, choose = fast[stream]
             except KeyError:
                 return slow(values, stream, None, anchors, direct_task)
             if len(values) != fields or direct_task is not None:
                 return slow(values, stream, None, anchors, direct_task)
             emits[0] += 1
-            if key_tasks is not None:
+            if key_batches is not None:
                 try:
-                    t = key_tasks[values[key_index]]
+                    batch = key_batches[values[key_index]]
                 except TypeError:  # an unhashable key
-                    t = choose(values)
+                    batch = batches[choose(values)]
             elif next_task is not None:
-                t = next_task()
+                batch = batches[next_task()]
             elif choose is None:  # nothing subscribes to this stream
                 return ()
             else:
-                t = choose(values)
-            batch = batches.get(t)
-            if batch is not None and batch.stream == stream:
+                batch = batches[choose(values)]
+            if batch.stream == stream:
                 vals = batch.vals
                 vals.append(values)
                 if len(vals) >= batch.limit:
-                    flush(t)
-                return batch.targets
-            add(t, stream, values)
-            return (t,)
+                    send(batch)
+            else:
+                batch.add(stream, values)
+                if batch.full:
+                    send(batch)
+            return batch.targets
 
         return emit
 
     # batches ---------------------------------------------------------------------
-    def flush(self, dest: int) -> None:
-        batch = self.batches.pop(dest, None)
-        if batch is not None:
-            self.out += data_frame(dest, self._packb([self.task_id, batch.runs]))
+    def _send(self, batch: _Batch) -> None:
+        """The batch leaves as one DATA frame (into ``self.out``)."""
+        self.out += data_frame(batch.dest, self._packb([self.task_id, batch.runs]))
+        batch.clear()
 
     def flush_all(self) -> None:
-        for dest in list(self.batches):
-            self.flush(dest)
+        for batch in self.batches.values():
+            if batch.runs:
+                self._send(batch)
 
     # tuples in ----------------------------------------------------------------------
     def on_data(self, frame_bytes: bytes, arrived: float) -> Optional[int]:
