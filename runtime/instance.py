@@ -96,27 +96,24 @@ class _Batch:
         return len(self.vals) >= self.limit
 
 
-class _KeyBatches(dict):
+def _key_batches(key_tasks: Any, batches: dict) -> tuple:
     """Key -> the batch of its task, over a fields grouping's key -> task map.
 
-    Remembers exact ``str`` keys only, like ``routing._KeyTasks`` (whose
-    docstring says why); other keys are looked up through it every time.
+    A plain dict (CPython's fastest subscript) and the function that fills a
+    miss. It remembers exact ``str`` keys only, like ``routing._KeyTasks``
+    (whose docstring says why); other keys go through ``miss`` every time.
     """
+    known: dict = {}
 
-    __slots__ = ("key_tasks", "batches")
-
-    def __init__(self, key_tasks: Any, batches: dict):
-        super().__init__()
-        self.key_tasks = key_tasks
-        self.batches = batches
-
-    def __missing__(self, key: Any) -> _Batch:
-        batch = self.batches[self.key_tasks[key]]
+    def miss(key: Any) -> _Batch:
+        batch = batches[key_tasks[key]]
         if key.__class__ is str:
-            if len(self) >= KEY_CACHE_SIZE:
-                self.clear()
-            self[key] = batch
+            if len(known) >= KEY_CACHE_SIZE:
+                known.clear()
+            known[key] = batch
         return batch
+
+    return known, miss
 
 
 class Instance:
@@ -143,7 +140,7 @@ class Instance:
         self.plan: Any = None
         self.out = bytearray()
         self.batches: dict = {}  # destination task -> _Batch, for every task of the plan
-        self.fast_routes: dict = {}  # stream -> (fields, key index, _KeyBatches, next_task, chooser)
+        self.fast_routes: dict = {}  # stream -> (fields, key index, key batches, key miss, next_task, chooser)
         self.sources: dict = {}  # (source task, stream) -> TupleSource
         self._packb = msgpack.Packer(use_bin_type=True).pack
         self._emits = [0]
@@ -231,8 +228,10 @@ class Instance:
         for name, route in self.routes.items():
             if route.simple:
                 choose, fields, next_task, key_index, key_tasks = route.fast()
-                key_batches = _KeyBatches(key_tasks, self.batches) if key_tasks is not None else None
-                self.fast_routes[name] = (fields, key_index, key_batches, next_task, choose)
+                key_batches = key_miss = None
+                if key_tasks is not None:
+                    key_batches, key_miss = _key_batches(key_tasks, self.batches)
+                self.fast_routes[name] = (fields, key_index, key_batches, key_miss, next_task, choose)
         self.sources.clear()
         self.plan = pplan
         active = pplan.status == schema.TopologyStatus.RUNNING
@@ -343,7 +342,7 @@ class Instance:
         def emit(component: Any, values: Any, stream: str = DEFAULT_STREAM, anchors: Any = None,
                  direct_task: Optional[int] = None) -> tuple:
             try:
-                fields, key_index, key_batches, next_task, choose = fast[stream]
+                fields, key_index, key_batches, key_miss, next_task, choose = fast[stream]
             except KeyError:
                 return slow(values, stream, None, anchors, direct_task)
             if len(values) != fields or direct_task is not None:
@@ -352,6 +351,8 @@ class Instance:
             if key_batches is not None:
                 try:
                     batch = key_batches[values[key_index]]
+                except KeyError:
+                    batch = key_miss(values[key_index])
                 except TypeError:  # an unhashable key
                     batch = batches[choose(values)]
             elif next_task is not None:
