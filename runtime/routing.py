@@ -94,10 +94,9 @@ def _fields(tasks: list, idx: list) -> Callable[[Any], int]:
 def _partial_key(tasks: list, idx: list) -> Callable[[Any], int]:
     n = len(tasks)
     load = {t: 0 for t in tasks}
-    packb = msgpack.Packer(use_bin_type=True).pack
 
     def choose(values: Any) -> int:
-        data = packb([values[k] for k in idx])
+        data = _packb([values[k] for k in idx])
         a = tasks[zlib.crc32(data) % n]
         b = tasks[zlib.crc32(data, _PARTIAL_SEED) % n]
         t = a if load[a] <= load[b] else b
