@@ -34,7 +34,7 @@ from squall.component import SYSTEM_COMPONENT, TICK_STREAM, Tuple, TupleSource
 from squall.idl import schema
 from squall.runtime.protocol import (CONTROL, DATA, DATA_HEADER_SIZE, BlockingConnection, ProtocolError,
                                      control_frame, data_frame, decode_control)
-from squall.runtime.routing import KEY_CACHE_SIZE, RoutingError, build_routes
+from squall.runtime.routing import RoutingError, build_routes, str_key_cache
 from squall.stream import DEFAULT_STREAM
 
 log = logging.getLogger(__name__)
@@ -94,26 +94,6 @@ class _Batch:
     @property
     def full(self) -> bool:
         return len(self.vals) >= self.limit
-
-
-def _key_batches(key_tasks: Any, batches: dict) -> tuple:
-    """Key -> the batch of its task, over a fields grouping's key -> task map.
-
-    A plain dict (CPython's fastest subscript) and the function that fills a
-    miss. It remembers exact ``str`` keys only, like ``routing._KeyTasks``
-    (whose docstring says why); other keys go through ``miss`` every time.
-    """
-    known: dict = {}
-
-    def miss(key: Any) -> _Batch:
-        batch = batches[key_tasks[key]]
-        if key.__class__ is str:
-            if len(known) >= KEY_CACHE_SIZE:
-                known.clear()
-            known[key] = batch
-        return batch
-
-    return known, miss
 
 
 class Instance:
@@ -227,10 +207,11 @@ class Instance:
         self.fast_routes.clear()
         for name, route in self.routes.items():
             if route.simple:
-                choose, fields, next_task, key_index, key_tasks = route.fast()
+                choose, fields, next_task, key_index, key_task = route.fast()
                 key_batches = key_miss = None
-                if key_tasks is not None:
-                    key_batches, key_miss = _key_batches(key_tasks, self.batches)
+                if key_task is not None:
+                    key_batches, key_miss = str_key_cache(
+                        lambda key, key_task=key_task: self.batches[key_task(key)])
                 self.fast_routes[name] = (fields, key_index, key_batches, key_miss, next_task, choose)
         self.sources.clear()
         self.plan = pplan

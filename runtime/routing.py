@@ -49,27 +49,27 @@ def _round_robin(tasks: list) -> Callable[[Any], int]:
     return _value_free(itertools.cycle(tasks[start:] + tasks[:start]).__next__)
 
 
-class _KeyTasks(dict):
-    """Key -> task for a single-key fields grouping: ``key_tasks[key]`` computes a miss.
+def str_key_cache(compute: Callable[[Any], Any]) -> tuple:
+    """``(known, miss)``: a plain dict of ``compute(key)`` by key, and the function that fills it.
 
-    Only exact ``str`` keys are remembered (a dict would confuse ``1``, ``1.0``
-    and ``True``, which msgpack, and so ``stable_hash``, tells apart); nothing
-    else compares equal to a ``str``, so looking up any hashable key is right.
+    Look a key up in ``known`` (CPython's fastest subscript) and call ``miss``
+    on a ``KeyError`` or, for an unhashable key, a ``TypeError``. Only exact
+    ``str`` keys are remembered (up to ``KEY_CACHE_SIZE``): a dict would
+    confuse ``1``, ``1.0`` and ``True``, which msgpack, and so ``stable_hash``,
+    tells apart; nothing else compares equal to a ``str``, so looking up any
+    hashable key is right.
     """
+    known: dict = {}
 
-    __slots__ = ("tasks",)
-
-    def __init__(self, tasks: list):
-        super().__init__()
-        self.tasks = tasks
-
-    def __missing__(self, key: Any) -> int:
-        task = self.tasks[zlib.crc32(_packb([key])) % len(self.tasks)]
+    def miss(key: Any) -> Any:
+        value = compute(key)
         if key.__class__ is str:
-            if len(self) >= KEY_CACHE_SIZE:
-                self.clear()
-            self[key] = task
-        return task
+            if len(known) >= KEY_CACHE_SIZE:
+                known.clear()
+            known[key] = value
+        return value
+
+    return known, miss
 
 
 def _fields(tasks: list, idx: list) -> Callable[[Any], int]:
@@ -78,16 +78,16 @@ def _fields(tasks: list, idx: list) -> Callable[[Any], int]:
     if len(idx) != 1:
         return lambda values: tasks[crc(_packb([values[k] for k in idx])) % n]
     k = idx[0]
-    key_tasks = _KeyTasks(tasks)
+    known, key_task = str_key_cache(lambda key: tasks[crc(_packb([key])) % n])
 
     def choose(values: Any) -> int:
         try:
-            return key_tasks[values[k]]
-        except TypeError:  # an unhashable key (a list, say): computed, not remembered
-            return key_tasks.__missing__(values[k])
+            return known[values[k]]
+        except (KeyError, TypeError):
+            return key_task(values[k])
 
     choose.key_index = k  # type: ignore[attr-defined]
-    choose.key_tasks = key_tasks  # type: ignore[attr-defined]
+    choose.key_task = key_task  # type: ignore[attr-defined]
     return choose
 
 
@@ -144,15 +144,16 @@ class StreamRoute:
     def fast(self) -> tuple:
         """What the fast emit path needs of a ``simple`` stream, as a plain tuple
         (unpacked per emit): (chooser or None when nothing subscribes, number of
-        fields, next_task, key index, key_tasks).
+        fields, next_task, key index, key_task).
 
         ``next_task`` (shuffle, local-or-shuffle, global) picks without the
-        values and without a Python frame; ``key_tasks[values[key index]]``
-        (single-key fields groupings) is the task of a key, without one either.
+        values and without a Python frame; ``key_task(values[key index])``
+        (single-key fields groupings) is the task of a key, for the instance to
+        remember (``str_key_cache``) next to its batch.
         """
         choose = self.choosers[0][0] if self.choosers else None
         return (choose, len(self.fields), getattr(choose, "next_task", None),
-                getattr(choose, "key_index", 0), getattr(choose, "key_tasks", None))
+                getattr(choose, "key_index", 0), getattr(choose, "key_task", None))
 
     def targets(self, values: Any, direct_task: Optional[int]) -> list:
         if self.direct:
