@@ -6,7 +6,8 @@ Runtime section (this file's first part):
 - baseline: a plain Python two-process msgpack-over-TCP pipeline doing split
   and count (sentences packed in batches of --batch, the receiver unpacks,
   splits and counts words in a Counter) - the physical limit of Python here.
-- end to end: word count (spout -> split -> count, fields grouping) submitted
+- end to end: word count (1 spout -> 2 split -> 2 count tasks, fields grouping,
+  the shape of examples/word_count.py, one container) submitted
   to the local cluster (bench/wordcount_e2e.py), in --rounds each run right
   after a baseline run: words/s at saturation as a ratio to its round's
   baseline (the median over rounds is the figure; the ratio of the medians
