@@ -206,8 +206,9 @@ class Instance:
             self._batch(task)
         self.fast_routes.clear()
         for name, route in self.routes.items():
-            if route.simple:
-                choose, fields, next_task, key_index, key_task = route.fast()
+            fast = route.fast()
+            if fast is not None:
+                choose, fields, next_task, key_index, key_task = fast
                 key_batches = key_miss = None
                 if key_task is not None:
                     key_batches, key_miss = str_key_cache(
@@ -243,7 +244,7 @@ class Instance:
                                f"got {len(values)} values {list(values)!r}")
         targets = route.targets(values, direct_task)
         for t in targets:
-            self._add(t, stream, values)
+            self._append(self._batch(t), stream, values)
         self.emit_count += 1
         return tuple(targets)
 
@@ -253,8 +254,7 @@ class Instance:
             self.batches[dest] = batch = _Batch(dest, self.batch_size)
         return batch
 
-    def _add(self, dest: int, stream: str, values: Any) -> None:
-        batch = self._batch(dest)
+    def _append(self, batch: _Batch, stream: str, values: Any) -> None:
         batch.add(stream, values)
         if batch.full:
             self._send(batch)
@@ -319,6 +319,7 @@ class Instance:
         batches = self.batches
         slow = self.emit
         send = self._send
+        append = self._append
         emits = self._emits
 
         def emit(component: Any, values: Any, stream: str = DEFAULT_STREAM, anchors: Any = None,
@@ -349,9 +350,7 @@ class Instance:
                 if len(vals) >= batch.limit:
                     send(batch)
             else:
-                batch.add(stream, values)
-                if batch.full:
-                    send(batch)
+                append(batch, stream, values)
             return batch.targets
 
         return emit

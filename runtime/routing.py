@@ -75,10 +75,10 @@ def str_key_cache(compute: Callable[[Any], Any]) -> tuple:
 def _fields(tasks: list, idx: list) -> Callable[[Any], int]:
     n = len(tasks)
     crc = zlib.crc32
-    if len(idx) != 1:
+    if len(idx) != 1:  # stable_hash inlined: this runs for every tuple
         return lambda values: tasks[crc(_packb([values[k] for k in idx])) % n]
     k = idx[0]
-    known, key_task = str_key_cache(lambda key: tasks[crc(_packb([key])) % n])
+    known, key_task = str_key_cache(lambda key: tasks[stable_hash([key]) % n])
 
     def choose(values: Any) -> int:
         try:
@@ -124,8 +124,7 @@ class StreamRoute:
     """Where one output stream of a component goes: one chooser per subscriber.
 
     A chooser maps values to one task id (``single``) or to a list of them
-    (all, custom). ``simple`` says whether the instance's fast emit path can
-    take the stream: no subscriber, or one that picks one task.
+    (all, custom).
     """
 
     __slots__ = ("name", "direct", "choosers", "direct_tasks", "fields")
@@ -137,20 +136,19 @@ class StreamRoute:
         self.choosers: list = []  # (chooser, single)
         self.direct_tasks: set = set()
 
-    @property
-    def simple(self) -> bool:
-        return not self.direct and (not self.choosers or (len(self.choosers) == 1 and self.choosers[0][1]))
+    def fast(self) -> Optional[tuple]:
+        """What the instance's fast emit path needs of this stream, or None if it
+        cannot take it (direct, all, custom, several subscribers).
 
-    def fast(self) -> tuple:
-        """What the fast emit path needs of a ``simple`` stream, as a plain tuple
-        (unpacked per emit): (chooser or None when nothing subscribes, number of
-        fields, next_task, key index, key_task).
-
+        A plain tuple (unpacked per emit): (chooser or None when nothing
+        subscribes, number of fields, next_task, key index, key_task).
         ``next_task`` (shuffle, local-or-shuffle, global) picks without the
         values and without a Python frame; ``key_task(values[key index])``
         (single-key fields groupings) is the task of a key, for the instance to
         remember (``str_key_cache``) next to its batch.
         """
+        if self.direct or len(self.choosers) > 1 or (self.choosers and not self.choosers[0][1]):
+            return None
         choose = self.choosers[0][0] if self.choosers else None
         return (choose, len(self.fields), getattr(choose, "next_task", None),
                 getattr(choose, "key_index", 0), getattr(choose, "key_task", None))
