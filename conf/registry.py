@@ -33,6 +33,7 @@ class ConfigKey:
     choices: Optional[tuple] = None
     min: Optional[float] = None
     max: Optional[float] = None
+    secret: bool = False  # a credential: never copied into a plan or printed
 
     def check(self, value: Any, where: str = "") -> Any:
         """Return ``value`` if it is valid for this key, else raise ConfigError.
@@ -74,7 +75,7 @@ class ConfigKey:
 
 
 def _parse_entry(name: str, entry: Mapping[str, Any]) -> ConfigKey:
-    unknown = set(entry) - {"type", "default", "doc", "nullable", "choices", "min", "max"}
+    unknown = set(entry) - {"type", "default", "doc", "nullable", "choices", "min", "max", "secret"}
     if unknown or entry.get("type") not in _TYPES or "doc" not in entry:
         raise ConfigError(f"{DEFAULTS_FILE}: bad registry entry {name!r}")
     key = ConfigKey(
@@ -86,6 +87,7 @@ def _parse_entry(name: str, entry: Mapping[str, Any]) -> ConfigKey:
         choices=tuple(entry["choices"]) if "choices" in entry else None,
         min=entry.get("min"),
         max=entry.get("max"),
+        secret=bool(entry.get("secret", False)),
     )
     key.check(key.default, "built-in default")
     return key

@@ -1,10 +1,11 @@
 """What every runtime process does first: parse its few flags, read its
 topology's state, resolve its configuration, set up logging.
 
-Every process gets the same five flags as its executor (``--topology
---container --state-manager --state-root``) plus ``--role`` and, for an
-instance, ``--task``; ports of its container's daemons come from a small
-launch file the executor writes (``--launch``).
+Every process gets the same flags as its executor (``--topology --container
+--state``, the last naming the topology's state address file, see
+``squall.state.StateAddress``) plus ``--role`` and, for an instance,
+``--task``; ports of its container's daemons come from a small launch file
+the executor writes (``--launch``).
 """
 from __future__ import annotations
 
@@ -32,16 +33,14 @@ class RuntimeStartError(SquallError):
 class ProcessArgs:
     topology: str
     container: int
-    state_manager: str
-    state_root: str
+    state: str  # the state address file
     role: str = "executor"
     task: Optional[int] = None
     launch: Optional[str] = None
 
     def argv(self) -> list:
         """The flags that recreate these arguments (used by the executor for its children)."""
-        out = ["--topology", self.topology, "--container", str(self.container),
-               "--state-manager", self.state_manager, "--state-root", self.state_root,
+        out = ["--topology", self.topology, "--container", str(self.container), "--state", self.state,
                "--role", self.role]
         if self.task is not None:
             out += ["--task", str(self.task)]
@@ -54,13 +53,12 @@ def parse_args(argv: Optional[list], prog: str) -> ProcessArgs:
     p = argparse.ArgumentParser(prog=prog, description="A Squall runtime process.")
     p.add_argument("--topology", required=True)
     p.add_argument("--container", required=True, type=int)
-    p.add_argument("--state-manager", required=True, choices=["local", "zookeeper"])
-    p.add_argument("--state-root", required=True)
+    p.add_argument("--state", required=True, help="the topology's state address file (state.json)")
     p.add_argument("--role", default="executor", choices=ROLES)
     p.add_argument("--task", type=int)
     p.add_argument("--launch")
     a = p.parse_args(argv)
-    return ProcessArgs(a.topology, a.container, a.state_manager, a.state_root, a.role, a.task, a.launch)
+    return ProcessArgs(a.topology, a.container, a.state, a.role, a.task, a.launch)
 
 
 def setup_logging(role: str, container: int, task: Optional[int] = None) -> None:
@@ -122,20 +120,16 @@ class RuntimeEnv:
         self.state.close()
 
 
-def make_state(args: ProcessArgs) -> Any:
-    from squall.state import make_state_manager
-
-    state = make_state_manager({"squall.state.manager": args.state_manager,
-                                "squall.state.root": args.state_root})
-    state.start()
-    return state
-
-
 def load_env(args: ProcessArgs) -> RuntimeEnv:
     from squall.logical import topology_config
-    from squall.state import Kind
+    from squall.state import Kind, StateAddress, StateError
 
-    state = make_state(args)
+    try:
+        address = StateAddress.read(args.state)
+        state = address.open()
+        state.start()
+    except StateError as e:
+        raise RuntimeStartError(f"topology {args.topology!r}: {e}") from e
     name = args.topology
     execution = state.get(Kind.EXECUTION_STATE, name)
     topology = state.get(Kind.TOPOLOGY, name)
@@ -146,7 +140,7 @@ def load_env(args: ProcessArgs) -> RuntimeEnv:
         state.close()
         raise RuntimeStartError(
             f"topology {name!r}: no {', '.join(missing)} record in the state manager "
-            f"({args.state_manager} {args.state_root}); was it submitted, or already killed?")
+            f"({address.describe()}); was it submitted, or already killed?")
     if topology.source_file:
         directory = os.path.dirname(topology.source_file)
         if directory not in sys.path:

@@ -19,13 +19,16 @@ def register(sub: Any) -> None:
 
 def cmd_metrics(args: argparse.Namespace) -> int:
     from squall.runtime.client import query_metrics
+    from squall.state.status import topology_health
 
     state = open_state_manager(args.config_path)
     metrics = query_metrics(state, args.name)
+    health = topology_health(state, args.name)
     if args.json:
-        print_json(metrics)
+        print_json({**metrics, "status": health.status, "reasons": list(health.reasons)})
         return 0
     print(format_metrics(metrics, tasks=args.tasks))
+    print(f"\nstatus: {health.status}" + "".join(f"\n  {r.splitlines()[0]}" for r in health.reasons))
     return 0
 
 

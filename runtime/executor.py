@@ -1,15 +1,22 @@
 """The executor: the first process of every container.
 
-``python -m squall.runtime.executor --topology T --container N
---state-manager local --state-root R``
+``python -m squall.runtime.executor --topology T --container N --state FILE``
 
-Container 0 runs the topology master and a metrics manager; container N > 0
-runs a stream manager, a metrics manager and one process per instance of its
+Container 0 runs ``squall.tmaster.candidates`` topology masters (one leads,
+the others wait as standbys) and a metrics manager; container N > 0 runs a
+stream manager, a metrics manager and one process per instance of its
 ContainerPlan. The executor binds the daemons' listening sockets itself and
 hands them down (so a restarted stream manager keeps its port), restarts dead
-children with exponential backoff up to a cap, applies packing-plan changes
-as a diff (same task id: untouched process), forwards SIGTERM/SIGINT and
-exits leaving no child behind.
+children under the restart policy (``squall.supervision``: a budget within a
+sliding window, with backoff), applies packing-plan changes as a diff (same
+task id: untouched process), forwards SIGTERM/SIGINT and exits leaving no
+child behind.
+
+It keeps an ephemeral record ``containers/<topology>/<id>`` of its processes
+(pid, restarts, exits, and the reason once one is past its budget): the
+topology's status is read from these records. A background thread writes it,
+so the loop never waits on the state manager, and writes it again after a
+lost session.
 
 A task that leaves the packing plan is *retired*, not killed: it keeps running
 until the physical plan of the new packing plan is in force (no sender picks it
@@ -27,13 +34,17 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
+from squall.idl import schema
 from squall.runtime.bootstrap import ProcessArgs, RuntimeStartError, load_env, parse_args, setup_logging
+from squall.supervision import RestartBudget, RestartPolicy, log_tail
 
 log = logging.getLogger("squall.runtime.executor")
 
@@ -51,10 +62,14 @@ class ProcessSpec:
         return f"{self.name}.log"
 
 
-def wanted_processes(container_id: int, container_plan: Any) -> dict:
+def wanted_processes(container_id: int, container_plan: Any, tmasters: int = 1) -> dict:
     """name -> ProcessSpec of everything container ``container_id`` should run."""
     if container_id == 0:
-        specs = [ProcessSpec("metricsmgr", "metricsmgr"), ProcessSpec("tmaster", "tmaster")]
+        specs = [ProcessSpec("metricsmgr", "metricsmgr")]
+        if tmasters == 1:
+            specs.append(ProcessSpec("tmaster", "tmaster"))
+        else:
+            specs += [ProcessSpec(f"tmaster-{k}", "tmaster") for k in range(tmasters)]
     elif container_plan is None:
         return {}
     else:
@@ -71,26 +86,64 @@ def diff(current: dict, wanted: dict) -> tuple:
     return start, stop
 
 
-@dataclass
-class RestartPolicy:
-    backoff: float
-    backoff_max: float
-    max_restarts: int
-    healthy_after: float = 60.0
-
-    def delay(self, quick_deaths: int) -> float:
-        return min(self.backoff * (2 ** max(quick_deaths - 1, 0)), self.backoff_max)
-
-
 class _Child:
-    def __init__(self, spec: ProcessSpec):
+    def __init__(self, spec: ProcessSpec, policy: RestartPolicy):
         self.spec = spec
         self.popen: Optional[subprocess.Popen] = None
         self.started_at = 0.0
-        self.restarts = 0
-        self.quick_deaths = 0
+        self.budget = RestartBudget(policy)
+        self.crashes = 0
+        self.last_exit: Optional[int] = None
         self.next_start = 0.0
-        self.gave_up = False
+        self.failure: Optional[str] = None  # past its budget: not restarted
+
+
+class StatusPublisher:
+    """Writes the container's record from a thread: on every change, again every
+    ``every`` seconds and at once after the state manager reconnects (a lost
+    session took the ephemeral record with it)."""
+
+    def __init__(self, state: Any, topology: str, container: int, every: float = 5.0):
+        from squall.state import member
+
+        self.state, self.name = state, member(topology, container)
+        self.every = every
+        self._status: Any = None
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="container-status", daemon=True)
+        state.add_listener(lambda session: self._wake.set())
+
+    def publish(self, status: Any) -> None:
+        self._status = status
+        self._wake.set()
+        if not self._thread.is_alive() and not self._stop.is_set():
+            self._thread.start()
+
+    def _run(self) -> None:
+        from squall.state import Kind, StateError
+
+        while not self._stop.is_set():
+            self._wake.wait(self.every)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            try:
+                self.state.put(Kind.CONTAINER, self.name, self._status)
+            except StateError as e:
+                log.warning("cannot write the container record %s: %s", self.name, e)
+
+    def close(self) -> None:
+        from squall.state import Kind, StateError
+
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        try:
+            self.state.delete(Kind.CONTAINER, self.name)
+        except StateError as e:
+            log.warning("cannot remove the container record %s: %s", self.name, e)
 
 
 class Executor:
@@ -99,9 +152,9 @@ class Executor:
         self.args: ProcessArgs = env.args
         self.container = env.args.container
         cfg = env.config
-        self.policy = RestartPolicy(float(cfg["squall.executor.restart.backoff.secs"]),
-                                    float(cfg["squall.executor.restart.backoff.max.secs"]),
-                                    int(cfg["squall.executor.restart.max"]))
+        self.policy = RestartPolicy.from_config(cfg)
+        self.tmasters = int(cfg["squall.tmaster.candidates"])
+        self.status = StatusPublisher(env.state, env.name, self.container)
         self.grace = float(cfg["squall.executor.kill.grace.secs"])
         self.python = env.execution.python or sys.executable
         self.log_dir = os.path.join(env.run_dir, "logs", f"container-{self.container}")
@@ -148,8 +201,9 @@ class Executor:
                                            stderr=subprocess.STDOUT,
                                            pass_fds=[s.fileno() for s in self.sockets], close_fds=True)
         child.started_at = time.monotonic()
+        restarts = child.budget.restarts(child.started_at)
         log.info("started %s (pid %d)%s", spec.name, child.popen.pid,
-                 f", restart {child.restarts}" if child.restarts else "")
+                 f", restart {restarts} within the window" if restarts else "")
 
     def apply(self, wanted: dict, plan_id: Optional[str] = None) -> None:
         """Start what is new now; stop what left once the physical plan of ``plan_id``
@@ -166,8 +220,21 @@ class Executor:
                          self.drain, plan_id)
                 self.retiring.append([child, plan_id, time.monotonic() + self.retire_timeout, None])
         for spec in start:
-            child = self.children[spec.name] = _Child(spec)
+            child = self.children[spec.name] = _Child(spec, self.policy)
             self.start(child)
+        self.publish_status()
+
+    def publish_status(self) -> None:
+        now = time.monotonic()
+        processes = [
+            schema.ProcessStatus(name=c.spec.name, pid=c.popen.pid if c.popen is not None else 0,
+                                 restarts=c.budget.restarts(now), crashes=c.crashes, last_exit=c.last_exit,
+                                 failure=c.failure, log_file=os.path.join(self.log_dir, c.spec.log_file))
+            for _, c in sorted(self.children.items())
+        ]
+        self.status.publish(schema.ContainerStatus(container=self.container, host=socket.gethostname(),
+                                                   executor_pid=os.getpid(), updated=time.time(),
+                                                   processes=processes))
 
     def plan_running(self, plan_id: str) -> bool:
         from squall.state import Kind, StateError
@@ -239,26 +306,34 @@ class Executor:
         return True
 
     def check_children(self) -> None:
+        """Restart dead children under the restart policy; give up on one past its budget."""
         now = time.monotonic()
+        changed = False
         for child in self.children.values():
             p = child.popen
             if p is not None and p.poll() is not None:
-                code = p.returncode
+                changed = True
+                code = child.last_exit = p.returncode
                 child.popen = None
-                if child.restarts >= self.policy.max_restarts:
-                    child.gave_up = True
-                    log.error("%s exited with %s; not restarting it (cap of %d restarts reached)",
-                              child.spec.name, code, self.policy.max_restarts)
+                child.crashes += 1
+                delay = child.budget.on_exit(now)
+                if delay is None:
+                    path = os.path.join(self.log_dir, child.spec.log_file)
+                    child.failure = (f"container {self.container}: {child.spec.name} exited with {code}, past its "
+                                     f"restart budget ({self.policy.describe()}); the end of its log ({path}):\n"
+                                     f"{log_tail(path)}")
+                    log.error("%s (pid %d) exited with %s; not restarting it: past its budget of %s",
+                              child.spec.name, p.pid, code, self.policy.describe())
                     continue
-                lived = now - child.started_at
-                child.quick_deaths = 0 if lived > self.policy.healthy_after else child.quick_deaths + 1
-                delay = self.policy.delay(child.quick_deaths)
                 child.next_start = now + delay
-                log.warning("%s (pid %d) exited with %s after %.1fs; restarting in %.1fs (restart %d of at most %d)",
-                            child.spec.name, p.pid, code, lived, delay, child.restarts + 1, self.policy.max_restarts)
-            elif p is None and not child.gave_up and now >= child.next_start:
-                child.restarts += 1
+                log.warning("%s (pid %d) exited with %s after %.1fs; restarting in %.1fs (%d restarts within %gs, "
+                            "budget %d)", child.spec.name, p.pid, code, now - child.started_at, delay,
+                            child.budget.restarts(now), self.policy.window, self.policy.max_restarts)
+            elif p is None and child.failure is None and now >= child.next_start:
                 self.start(child)
+                changed = True
+        if changed:
+            self.publish_status()
 
     def terminate(self, children: list) -> None:
         procs = [c.popen for c in children if c.popen is not None and c.popen.poll() is None]
@@ -295,7 +370,7 @@ class Executor:
             if self.container != 0 and self.env.container_plan() is None:
                 log.info("container %d is not in the packing plan; nothing to run", self.container)
                 return 0
-            self.apply(wanted_processes(self.container, self.env.container_plan()))
+            self.apply(wanted_processes(self.container, self.env.container_plan(), self.tmasters))
             while not self.stopping:
                 time.sleep(0.1)
                 if self.plan_changed:
@@ -313,7 +388,7 @@ class Executor:
                     else:
                         self.leaving = None
                         self.env.packing = plan
-                        self.apply(wanted_processes(self.container, cplan), plan.id)
+                        self.apply(wanted_processes(self.container, cplan, self.tmasters), plan.id)
                 if self.leaving is not None:
                     now = time.monotonic()
                     if leave_at is None and (self.plan_running(self.leaving) or now > leave_deadline):
@@ -339,6 +414,7 @@ class Executor:
             self.exiting = []
             for s in self.sockets:
                 s.close()
+            self.status.close()
         log.info("executor of container %d exits", self.container)
         return code
 

@@ -32,8 +32,9 @@ import msgpack
 
 from squall.component import SYSTEM_COMPONENT, TICK_STREAM, Tuple, TupleSource
 from squall.idl import schema
+from squall.runtime.metrics_sender import BlockingMetricsSender
 from squall.runtime.protocol import (CONTROL, DATA, DATA_HEADER_SIZE, BlockingConnection, ProtocolError,
-                                     control_frame, data_frame, decode_control)
+                                     data_frame, decode_control)
 from squall.runtime.routing import RoutingError, build_routes, str_key_cache
 from squall.stream import DEFAULT_STREAM
 
@@ -455,28 +456,6 @@ def _connect_stmgr(env: Any, task: int, component: str) -> BlockingConnection:
             time.sleep(0.2)
 
 
-class _Metrics:
-    def __init__(self, env: Any, task: int, component: str):
-        self.env, self.task, self.component = env, task, component
-        self.conn: Optional[BlockingConnection] = None
-
-    def send(self, row: Any) -> None:
-        port = self.env.launch.get("metricsmgr_port")
-        if not port:
-            return
-        try:
-            if self.conn is None:
-                self.conn = BlockingConnection.connect(local_host(self.env), port, self.env.secret, schema.Role.INSTANCE,
-                                                       self.env.args.container, task_id=self.task,
-                                                       component=self.component, timeout=1.0)
-            self.conn.send(control_frame(metrics=[row]))
-        except (OSError, ProtocolError) as e:
-            log.warning("metrics manager unreachable (%s); this bucket's metrics are dropped", e)
-            if self.conn is not None:
-                self.conn.close()
-            self.conn = None
-
-
 def run(env: Any) -> int:
     """The instance process: ``env.args.task`` in ``env.args.container``."""
     task = env.args.task
@@ -497,7 +476,7 @@ def run(env: Any) -> int:
     conn = _connect_stmgr(env, task, component)
     sock = conn.sock
     reader = conn.reader
-    metrics = _Metrics(env, task, component)
+    metrics = BlockingMetricsSender(env, local_host(env), task, component)
     flush_every = float(env.config["squall.instance.flush.interval.ms"]) / 1000
     # draining after SIGTERM ends well before the executor's SIGKILL
     drain_max = max(0.5, float(env.config["squall.executor.kill.grace.secs"]) / 2)

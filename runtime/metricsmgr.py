@@ -4,9 +4,11 @@ Its container's processes (instances, stream manager, topology master) send
 one ``MetricsRow`` per bucket; it completes each row with psutil figures for
 the reporting process (cpu % over the process's bucket, rss, threads), taken
 when the row arrives, and the resources the packing plan gave the instance,
-writes them as JSON Lines exactly as
-docs/metrics.md says to ``<run_dir>/metrics/container-<id>.jsonl``, and
-forwards them to the topology master for ``squall metrics``.
+appends them at once as JSON Lines exactly as docs/metrics.md says to
+``<run_dir>/metrics/container-<id>.jsonl`` (so a metrics manager that dies
+loses no row it had received; senders keep what they could not deliver until
+it is back), and forwards them to the leading topology master for
+``squall metrics``.
 """
 from __future__ import annotations
 
@@ -116,12 +118,12 @@ class MetricsManager:
     def __init__(self, env: Any):
         self.env = env
         self.container = env.args.container
-        self.pending: list = []
         self.to_forward: list = []
         self.stats = ProcessStats()
         self.host = socket.gethostname()
         self.path = os.path.join(env.run_dir, "metrics", f"container-{self.container}.jsonl")
         self.tmaster: Optional[Connection] = None
+        self.tmaster_at: Any = None  # the TMasterLocation of self.tmaster
         self.resources: dict = {}
         self.set_packing(env.packing)
         self.stopped = asyncio.Event()
@@ -151,39 +153,53 @@ class MetricsManager:
     def frames(self, conn: Connection, frames: list) -> None:
         if conn is self.tmaster:
             return
+        rows = []
         for f in frames:
             msg = decode_control(f)
             if msg.metrics is None:
                 raise ProtocolError("expected metrics rows")
-            # psutil figures now: the row was sent at the end of the process's bucket
-            self.pending.extend((row, self.stats.sample(row.pid)) for row in msg.metrics)
+            rows.extend(msg.metrics)
+        # psutil figures now: the row was sent at the end of the process's bucket (a row delivered
+        # late, after this manager restarted, gets the figures since the process's previous row)
+        self.record([(row, self.stats.sample(row.pid)) for row in rows])
 
-    # buckets ---------------------------------------------------------------------
-    def flush(self, now: float, interval: float) -> list:
-        own = own_row(self.container, now, interval)
-        sampled = self.pending + [(own, self.stats.sample(own.pid))]
-        self.pending = []
-        rows = [r for r, _ in sampled]
+    def record(self, sampled: list) -> None:
+        """Append rows with their process figures to the file; queue them for the topology master."""
         lines = [row_dict(r, self.env.name, self.env.execution.run_id, self.host, stats, self.resources)
                  for r, stats in sampled]
-        self.stats.forget_silent()
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         with open(self.path, "a") as f:
             f.write("".join(json.dumps(line) + "\n" for line in lines))
-        return rows
+        # rows wait (bounded) until the topology master's connection is up: its totals stay exact
+        self.to_forward = (self.to_forward + [r for r, _ in sampled])[-MAX_UNFORWARDED:]
+
+    # buckets ---------------------------------------------------------------------
+    def flush(self, now: float, interval: float) -> None:
+        """The end of this manager's bucket: its own row."""
+        own = own_row(self.container, now, interval)
+        self.record([(own, self.stats.sample(own.pid))])
+        self.stats.forget_silent()
 
     async def connect_tmaster(self) -> None:
         from squall.state import Kind
 
-        loc = self.env.state.get(Kind.TMASTER, self.env.name)
+        try:
+            loc = await asyncio.to_thread(self.env.state.get, Kind.TMASTER, self.env.name)
+        except Exception as e:  # the state manager is unreachable for now
+            log.info("cannot read the topology master's location: %s", e)
+            return
         if loc is None:
             return
+        if self.tmaster is not None and not self.tmaster.closed:
+            if loc == self.tmaster_at:
+                return
+            self.tmaster.close()  # another candidate leads now
         try:
             _, conn = await self.loop.create_connection(
                 lambda: Connection(self, self.env.name, self.env.secret, False, self.env.max_frame,
                                    hello_args={"role": schema.Role.METRICSMGR, "container": self.container}),
                 loc.host, loc.control_port)
-            self.tmaster = conn
+            self.tmaster, self.tmaster_at = conn, loc
         except OSError as e:
             log.info("topology master not reachable (%s); metrics kept in the file only", e)
 
@@ -195,12 +211,9 @@ class MetricsManager:
             except asyncio.TimeoutError:
                 pass
             now = time.time()
-            rows = self.flush(now, now - last)
+            self.flush(now, now - last)
             last = now
-            if self.tmaster is None or self.tmaster.closed:
-                await self.connect_tmaster()
-            # rows wait (bounded) until the topology master's connection is up: its totals stay exact
-            self.to_forward = (self.to_forward + rows)[-MAX_UNFORWARDED:]
+            await self.connect_tmaster()
             if self.tmaster is not None and self.tmaster.authenticated and not self.tmaster.closed:
                 self.tmaster.write(control_frame(metrics=self.to_forward))
                 self.to_forward = []

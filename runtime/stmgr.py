@@ -13,6 +13,12 @@ link to its container is lost or ``stale_secs`` have passed. Frames that
 senders batched with the old plan still reach it; the executor stops it only
 after a drain period (``squall.executor.drain.secs``).
 
+The topology master: the stream manager connects to the one the state names
+(``tmasters/<topology>``, read in a worker thread: the loop never waits on the
+state manager) and follows that record: when another candidate takes over it
+drops its old connection and registers with the new leader. Routing never
+waits for a topology master: it runs on the last physical plan.
+
 Backpressure: every outbound connection has asyncio write-buffer limits at the
 high/low water marks (``squall.stmgr.backpressure.high.mb``/``low.mb``). While
 any is over the mark this stream manager stops reading its local spouts and
@@ -30,6 +36,7 @@ import time
 from typing import Any, Callable, Optional
 
 from squall.idl import schema
+from squall.runtime.metrics_sender import MetricsSender
 from squall.runtime.protocol import (DATA, DEST, HEADER_SIZE, Connection, ProtocolError,
                                      control_frame, decode_control)
 
@@ -97,7 +104,8 @@ class StreamManager:
         self.bp_time = 0.0
         self.bp_episodes = 0
         self.tmaster: Optional[Connection] = None
-        self.metrics_conn: Optional[Connection] = None
+        self.tmaster_at: Any = None  # the TMasterLocation of self.tmaster
+        self.metrics: Optional[MetricsSender] = None
         self.forwarded_frames = 0
         self.forwarded_bytes = 0
         self.dropped_frames = 0
@@ -172,9 +180,10 @@ class StreamManager:
                     log.info("task %d disconnected", tag[1])
                 self.schedule_register()
         elif kind == "tmaster":
-            self.tmaster = None
-            log.warning("lost the topology master; reconnecting")
-            self.loop.call_later(RETRY_SECS, lambda: self.closing or self._spawn(self.connect_tmaster()))
+            if self.tmaster is conn:
+                self.tmaster = self.tmaster_at = None
+                log.warning("lost the topology master; routing on the last physical plan, reconnecting")
+                self.loop.call_later(RETRY_SECS, lambda: self.closing or self._spawn(self.connect_tmaster()))
         elif kind == "peer_out":
             link = self.peers.get(tag[1])
             if link is not None and link.conn is conn and link.retiring:
@@ -187,8 +196,6 @@ class StreamManager:
             if tag[1] in self.bp_remote:
                 self.bp_remote.discard(tag[1])
                 self._apply_throttle()
-        elif kind == "metrics":
-            self.metrics_conn = None
         self._update_congestion()
 
     def write_paused(self, conn: Connection, paused: bool) -> None:
@@ -378,18 +385,33 @@ class StreamManager:
             self.tmaster.write(control_frame(register_stmgr=self.registration()))
 
     async def connect_tmaster(self) -> None:
-        while not self.closing and self.tmaster_locator is not None:
-            loc = self.tmaster_locator()
-            if loc is not None:
+        while not self.closing and self.tmaster_locator is not None and self.tmaster is None:
+            try:
+                loc = await asyncio.to_thread(self.tmaster_locator)
+            except Exception as e:  # the state manager is unreachable for now
+                log.info("cannot read the topology master's location: %s", e)
+                loc = None
+            if loc is not None and self.tmaster is None:
                 try:
                     _, conn = await self.loop.create_connection(
                         lambda: self._conn(False, ("tmaster",), role=schema.Role.STMGR, container=self.container),
                         loc.host, loc.control_port)
-                    self.tmaster = conn
+                    self.tmaster, self.tmaster_at = conn, loc
                     return
                 except OSError as e:
                     log.info("topology master at %s:%d not reachable (%s)", loc.host, loc.control_port, e)
             await asyncio.sleep(RETRY_SECS)
+
+    def on_tmaster_location(self, loc: Any) -> None:
+        """The leader changed (state watch): leave the old one, register with the new one."""
+        if loc is None or self.closing or loc == self.tmaster_at:
+            return
+        log.info("topology master is now at %s:%d (pid %d)", loc.host, loc.control_port, loc.pid)
+        old = self.tmaster
+        self.tmaster = self.tmaster_at = None
+        if old is not None:
+            old.close()
+        self._spawn(self.connect_tmaster())
 
     async def connect_peer(self, link: _PeerLink) -> None:
         while not self.closing and not link.closed and link.conn is None:
@@ -404,16 +426,6 @@ class StreamManager:
                 log.info("stream manager of container %d at %s:%d not reachable (%s)",
                          link.container, link.host, link.port, e)
                 await asyncio.sleep(RETRY_SECS)
-
-    async def connect_metrics(self) -> None:
-        if not self.metrics_port:
-            return
-        try:
-            _, self.metrics_conn = await self.loop.create_connection(
-                lambda: self._conn(False, ("metrics",), role=schema.Role.STMGR, container=self.container),
-                "127.0.0.1" if self.host in ("", "0.0.0.0") else self.host, self.metrics_port)
-        except OSError as e:
-            log.warning("metrics manager not reachable: %s", e)
 
     async def periodic(self) -> None:
         next_hb = next_metrics = time.monotonic()
@@ -433,10 +445,7 @@ class StreamManager:
                 wall = time.time()
                 row = self.metrics_row(wall, wall - last_wall)
                 last_wall = wall
-                if self.metrics_conn is None:
-                    await self.connect_metrics()
-                if self.metrics_conn is not None and self.metrics_conn.authenticated:
-                    self.metrics_conn.write(control_frame(metrics=[row]))
+                await self.metrics.send(row)
 
     def metrics_row(self, now: float, interval: float) -> Any:
         import json
@@ -471,7 +480,9 @@ class StreamManager:
             self._spawn(self.connect_peer(link))
         if self.tmaster_locator is not None:
             self._spawn(self.connect_tmaster())
-        self._spawn(self.connect_metrics())
+        self.metrics = MetricsSender(self.loop, self.topology, self.secret, self.max_frame,
+                                     "127.0.0.1" if self.host in ("", "0.0.0.0") else self.host, self.metrics_port,
+                                     {"role": schema.Role.STMGR, "container": self.container})
         self._spawn(self.periodic())
         log.info("stream manager of container %d listening on port %d", self.container, self.data_port)
         try:
@@ -526,9 +537,12 @@ def run(env: Any) -> int:
     loop = asyncio.new_event_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, sm.stop)
+    cancel = env.state.watch(Kind.TMASTER, env.name,
+                             lambda loc: loop.call_soon_threadsafe(sm.on_tmaster_location, loc))
     try:
         loop.run_until_complete(sm.serve(listener))
     finally:
+        cancel()
         loop.close()
     log.info("stream manager stopped")
     return 0

@@ -35,11 +35,12 @@ def hand_packing(topology: Any, containers: int, plan_id: str = "test-plan") -> 
 
 
 def write_state(state_root: str, run_dir: str, topology: Any, packing: Any) -> Any:
-    """Topology, packing plan and execution state records, plus the run folder."""
-    from squall.state import Kind, LocalStateManager
+    """Topology, packing plan and execution state records, plus the run folder and its state address file."""
+    from squall.state import Kind, LocalStateManager, StateAddress
 
     for sub in ("logs", "metrics"):
         os.makedirs(os.path.join(run_dir, sub), exist_ok=True)
+    StateAddress("local", os.path.abspath(state_root)).write(state_file(run_dir))
     execution = schema.ExecutionState(
         topology_name=topology.name, run_id=os.path.basename(run_dir), run_dir=run_dir, submit_time=time.time(),
         submitter="test", status=schema.TopologyStatus.RUNNING, secret=secrets.token_hex(16), cluster="local",
@@ -51,9 +52,14 @@ def write_state(state_root: str, run_dir: str, topology: Any, packing: Any) -> A
     return execution
 
 
-def executor_command(name: str, container: int, state_root: str, python: Optional[str] = None) -> list:
+def state_file(run_dir: str) -> str:
+    return os.path.join(run_dir, "state.json")
+
+
+def executor_command(name: str, container: int, run_dir: str, python: Optional[str] = None) -> list:
+    """The runtime contract's command (as ``squall.scheduler.supervisor.executor_command``)."""
     return [python or sys.executable, "-m", "squall.runtime.executor", "--topology", name, "--container",
-            str(container), "--state-manager", "local", "--state-root", state_root]
+            str(container), "--state", state_file(run_dir)]
 
 
 class LocalRun:
@@ -73,7 +79,7 @@ class LocalRun:
         log_dir = os.path.join(self.run_dir, "logs", f"container-{c}")
         os.makedirs(log_dir, exist_ok=True)
         with open(os.path.join(log_dir, "executor.log"), "ab") as logf:
-            self.procs[c] = subprocess.Popen(executor_command(self.name, c, self.state_root), stdout=logf,
+            self.procs[c] = subprocess.Popen(executor_command(self.name, c, self.run_dir), stdout=logf,
                                              stderr=subprocess.STDOUT, start_new_session=True)
 
     def wait_pplan(self, timeout: float = 30.0, predicate: Any = None) -> Any:

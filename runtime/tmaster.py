@@ -12,10 +12,12 @@ import json
 import logging
 import os
 import signal
+import threading
 import time
 from typing import Any, Optional
 
 from squall.idl import schema
+from squall.runtime.metrics_sender import MetricsSender
 from squall.runtime.protocol import Connection, ProtocolError, control_frame, decode_control, listen_socket
 
 log = logging.getLogger(__name__)
@@ -149,7 +151,20 @@ class MetricsStore:
 
 
 class TMaster:
-    """The asyncio shell around PlanBuilder and MetricsStore."""
+    """The asyncio shell around PlanBuilder and MetricsStore, and the topology's leadership.
+
+    Every topology-master process is a candidate in the topology's election
+    (``squall.tmaster.candidates`` of them run in container 0). The leader
+    writes its location (``tmasters/<topology>``), accepts registrations and
+    publishes the physical plan; the others wait. A leader checks
+    ``Election.holds()`` before every leader-only action and every
+    ``LEASE_CHECK_SECS``; the moment it fails (session suspended past its
+    lease, or lost) it stops serving: it closes every connection and competes
+    again. Its state I/O runs in worker threads: the loop never waits on
+    ZooKeeper.
+    """
+
+    LEASE_CHECK_SECS = 0.2
 
     def __init__(self, env: Any):
         self.env = env
@@ -157,13 +172,24 @@ class TMaster:
         self.builder: Optional[PlanBuilder] = None
         self.metrics = MetricsStore()
         self.stmgrs: dict = {}  # container -> Connection
+        self.conns: set = set()  # every open connection, closed when leadership ends
         self.last_seen: dict = {}  # Connection -> monotonic time
         self.published: Any = None
         self.stopped = asyncio.Event()
+        self.stopping = threading.Event()  # for the election's worker thread
+        self.resigned = asyncio.Event()  # this term of leadership is over
+        self.election: Any = None
         self.hb_timeout = float(env.config["squall.heartbeat.timeout.secs"])
+        self._writes: Optional[asyncio.Queue] = None
+
+    def leading(self) -> bool:
+        return self.builder is not None and not self.resigned.is_set() and self.election.holds()
 
     # connection handler ------------------------------------------------------------
     def accept(self, conn: Connection, hello: Any) -> bool:
+        if not self.leading():
+            log.info("refusing a connection: not the leading topology master")
+            return False
         role = hello.role
         if role == schema.Role.STMGR:
             conn.tag = ("stmgr", hello.container)
@@ -177,9 +203,11 @@ class TMaster:
         return True
 
     def ready(self, conn: Connection) -> None:
+        self.conns.add(conn)
         self.last_seen[conn] = time.monotonic()
 
     def lost(self, conn: Connection) -> None:
+        self.conns.discard(conn)
         self.last_seen.pop(conn, None)
         if conn.tag and conn.tag[0] == "stmgr" and self.stmgrs.get(conn.tag[1]) is conn:
             del self.stmgrs[conn.tag[1]]
@@ -187,6 +215,9 @@ class TMaster:
             log.warning("stream manager of container %d disconnected", conn.tag[1])
 
     def frames(self, conn: Connection, frames: list) -> None:
+        if not self.leading():
+            self.step_down("leadership expired")
+            return
         self.last_seen[conn] = time.monotonic()
         for f in frames:
             msg = decode_control(f)
@@ -223,6 +254,9 @@ class TMaster:
     def publish(self, force: bool = False) -> None:
         from squall.state import Kind
 
+        if not self.leading():
+            self.step_down("leadership expired")
+            return
         pplan = self.builder.build()
         if pplan is None:
             log.info("waiting for %s", self.builder.missing())
@@ -232,13 +266,24 @@ class TMaster:
         frame = control_frame(physical_plan=pplan)
         for conn in self.stmgrs.values():
             conn.write(frame)
-        self.env.state.put(Kind.PHYSICAL_PLAN, self.env.name, pplan)
+        self._writes.put_nowait((Kind.PHYSICAL_PLAN, pplan))
         self.published = pplan
         log.info("physical plan published: %d instances, status %s", len(pplan.instances),
                  schema.TopologyStatus._VALUES_TO_NAMES.get(pplan.status))
 
+    async def write_state(self) -> None:
+        """The one writer of this leader's records, in order, each only while it still leads."""
+        while True:
+            kind, value = await self._writes.get()
+            if not self.leading():
+                continue
+            try:
+                await asyncio.to_thread(self.env.state.put, kind, self.env.name, value)
+            except Exception as e:  # a StateError, or kazoo's own while the session is going
+                log.warning("cannot write %s: %s", kind.value, e)
+
     def on_packing(self, packing: Any) -> None:
-        if packing is None or packing == self.builder.packing:
+        if self.builder is None or packing is None or packing == self.builder.packing:
             return
         log.info("packing plan changed to %s", packing.id)
         self.builder.packing = packing
@@ -248,11 +293,72 @@ class TMaster:
         self.publish()
 
     def on_execution(self, execution: Any) -> None:
-        if execution is None or execution.status == self.builder.status:
+        if self.builder is None or execution is None or execution.status == self.builder.status:
             return
         log.info("status changed to %s", schema.TopologyStatus._VALUES_TO_NAMES.get(execution.status))
         self.builder.status = execution.status
         self.publish()
+
+    # leadership --------------------------------------------------------------------------
+    def on_session(self, session: Any) -> None:
+        from squall.state import Session
+
+        if session is Session.LOST and self.builder is not None:
+            self.step_down("the state manager session was lost")
+
+    def step_down(self, why: str) -> None:
+        """Stop serving at once: another candidate may lead from now on."""
+        if self.resigned.is_set():
+            return
+        self.resigned.set()
+        log.warning("stopped leading (%s): closing %d connections", why, len(self.conns))
+        for conn in list(self.conns):
+            conn.close()
+
+    async def watch_lease(self) -> None:
+        while not self.resigned.is_set():
+            if not self.election.holds():
+                self.step_down("leadership expired: cut off from the state manager")
+                return
+            await asyncio.sleep(self.LEASE_CHECK_SECS)
+
+    async def lead(self, location: Any) -> None:
+        """One term as leader: from winning the election until leadership ends or SIGTERM."""
+        from squall.state import Kind
+
+        env = self.env
+        self.resigned.clear()
+        self.metrics = MetricsStore()
+        self.published = None
+        self.stmgrs.clear()
+        self._writes = asyncio.Queue()
+        get = env.state.get
+        execution = await asyncio.to_thread(get, Kind.EXECUTION_STATE, env.name) or env.execution
+        packing = await asyncio.to_thread(get, Kind.PACKING_PLAN, env.name) or env.packing
+        await asyncio.to_thread(env.state.put, Kind.TMASTER, env.name, location)
+        self.builder = PlanBuilder(env.name, location, packing, execution.status)
+        call = self.loop.call_soon_threadsafe
+        cancels = [
+            env.state.watch(Kind.PACKING_PLAN, env.name, lambda p: call(self.on_packing, p)),
+            env.state.watch(Kind.EXECUTION_STATE, env.name, lambda e: call(self.on_execution, e)),
+        ]
+        tasks = [self.loop.create_task(t) for t in (self.check_heartbeats(), self.write_state(),
+                                                     self.watch_lease())]
+        log.info("leading: topology master of %r serving on %s:%d", env.name, location.host,
+                 location.control_port)
+        try:
+            done = self.loop.create_task(self.resigned.wait())
+            await asyncio.wait([done, self.loop.create_task(self.stopped.wait())],
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for cancel in cancels:
+                cancel()
+            for task in tasks:
+                task.cancel()
+            self.step_down("stopping" if self.stopped.is_set() else "leadership ended")
+            self.builder = None
+            if self.stopped.is_set() and self.election.holds():
+                await asyncio.to_thread(env.state.delete, Kind.TMASTER, env.name)
 
     # lifecycle -------------------------------------------------------------------------
     async def check_heartbeats(self) -> None:
@@ -267,88 +373,46 @@ class TMaster:
         """Send this process's own row to container 0's metrics manager every bucket."""
         port = self.env.launch.get("metricsmgr_port")
         bucket = float(self.env.config["topology.builtin.metrics.bucket.size.secs"])
-        conn: Optional[Connection] = None
+        host = "127.0.0.1" if self.env.bind_host in ("", "0.0.0.0") else self.env.bind_host
+        sender = MetricsSender(self.loop, self.env.name, self.env.secret, self.env.max_frame, host, port,
+                               {"role": schema.Role.TMASTER, "container": 0})
         last = time.time()
         while port:
             await asyncio.sleep(bucket)
             now = time.time()
-            row = schema.MetricsRow(ts=now, interval_secs=now - last, process="tmaster", component="__tmaster",
-                                    task_id=None, emit_count=0, execute_count=0, ack_count=0, fail_count=0,
-                                    queue_depth=0, backpressure_ms=0.0,
-                                    user=json.dumps({"stmgrs": len(self.stmgrs)}), pid=os.getpid(), container=0)
+            user = {"stmgrs": len(self.stmgrs), "leading": self.leading()}
+            await sender.send(schema.MetricsRow(
+                ts=now, interval_secs=now - last, process="tmaster", component="__tmaster", task_id=None,
+                emit_count=0, execute_count=0, ack_count=0, fail_count=0, queue_depth=0, backpressure_ms=0.0,
+                user=json.dumps(user), pid=os.getpid(), container=0))
             last = now
-            if conn is None or conn.closed:
-                try:
-                    host = "127.0.0.1" if self.env.bind_host in ("", "0.0.0.0") else self.env.bind_host
-                    _, conn = await self.loop.create_connection(
-                        lambda: Connection(_Quiet(), self.env.name, self.env.secret, False, self.env.max_frame,
-                                           hello_args={"role": schema.Role.TMASTER, "container": 0}),
-                        host, port)
-                except OSError as e:
-                    log.info("metrics manager not reachable: %s", e)
-                    continue
-            if conn.authenticated:
-                conn.write(control_frame(metrics=[row]))
 
     async def serve(self) -> None:
-        from squall.state import AlreadyExists, Kind
-
         env = self.env
         self.loop = asyncio.get_running_loop()
         listener = listen_socket(env.bind_host, 0)
         port = listener.getsockname()[1]
         location = schema.TMasterLocation(topology_name=env.name, host=env.advertised_host, control_port=port,
                                           pid=os.getpid(), run_id=env.execution.run_id)
-        standby_logged = False
-        while True:
-            try:
-                env.state.create(Kind.TMASTER, env.name, location)
-                break
-            except AlreadyExists:
-                if not standby_logged:
-                    log.info("another topology master is alive; waiting as standby")
-                    standby_logged = True
-                if self.stopped.is_set():
-                    return
-                await asyncio.sleep(1.0)
-        execution = env.state.get(Kind.EXECUTION_STATE, env.name) or env.execution
-        packing = env.state.get(Kind.PACKING_PLAN, env.name) or env.packing
-        self.builder = PlanBuilder(env.name, location, packing, execution.status)
-        server = await self.loop.create_server(
-            lambda: _conn(self, env), sock=listener)
-        call = self.loop.call_soon_threadsafe
-        cancels = [
-            env.state.watch(Kind.PACKING_PLAN, env.name, lambda p: call(self.on_packing, p)),
-            env.state.watch(Kind.EXECUTION_STATE, env.name, lambda e: call(self.on_execution, e)),
-        ]
-        hb = self.loop.create_task(self.check_heartbeats())
+        self.election = env.state.election(env.name, f"{location.host}:{port} pid {location.pid}")
+        env.state.add_listener(lambda session: self.loop.call_soon_threadsafe(self.on_session, session))
+        server = await self.loop.create_server(lambda: _conn(self, env), sock=listener)
         reporter = self.loop.create_task(self.report_metrics())
-        log.info("topology master listening on %s:%d", location.host, port)
         try:
-            await self.stopped.wait()
+            while not self.stopped.is_set():
+                log.info("competing for leadership of %r", env.name)
+                if not await asyncio.to_thread(self.election.acquire, self.stopping):
+                    break
+                await self.lead(location)
+                self.election.release()
         finally:
-            hb.cancel()
             reporter.cancel()
-            for cancel in cancels:
-                cancel()
             server.close()
-            env.state.delete(Kind.TMASTER, env.name)
+            self.election.release()
 
     def stop(self) -> None:
+        self.stopping.set()
         self.stopped.set()
-
-
-class _Quiet:
-    """Handler of a client connection that only sends."""
-
-    def ready(self, conn: Connection) -> None:
-        pass
-
-    def lost(self, conn: Connection) -> None:
-        pass
-
-    def frames(self, conn: Connection, frames: list) -> None:
-        raise ProtocolError("unexpected frames")
 
 
 def _conn(handler: Any, env: Any) -> Connection:

@@ -5,6 +5,7 @@ import argparse
 import glob
 import os
 import shutil
+import signal
 import sys
 import time
 from typing import Any
@@ -22,7 +23,8 @@ from squall.errors import SquallError
 from squall.idl import schema
 from squall.packing import plan_to_json
 from squall.scheduler import launcher, manager
-from squall.state import Kind, StateManager, make_state_manager, open_state_manager
+from squall.state import Kind, StateManager, make_state_manager, member, open_state_manager
+from squall.state.status import topology_health
 from squall.topology import valid_name
 
 
@@ -99,9 +101,12 @@ def cmd_submit(args: argparse.Namespace) -> int:
         plan.name = args.name
     state = make_state_manager(base)
     state.start()
+    # SIGTERM cleans up like Ctrl-C: submit kills what it started and removes the state
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         execution = launcher.submit(plan, state, base, cluster=args.cluster, progress=_progress_printer())
     finally:
+        signal.signal(signal.SIGTERM, previous)
         state.close()
         if sys.stderr.isatty():
             sys.stderr.write("\n")
@@ -112,6 +117,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
     print(f"  logs:    {os.path.join(execution.run_dir, 'logs')}")
     print(f"  metrics: {os.path.join(execution.run_dir, 'metrics')}")
     return 0
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def _progress_printer() -> Any:
@@ -200,15 +209,17 @@ def cmd_list(args: argparse.Namespace) -> int:
         plan = state.get(Kind.PACKING_PLAN, name)
         if execution is None or plan is None:
             continue
+        health = topology_health(state, name, execution)
         rows.append({
             "name": name,
-            "status": manager.STATUS_NAMES[execution.status],
+            "status": health.status,
             "cluster": execution.cluster,
             "containers": len(plan.containers),
             "instances": sum(len(c.instances) for c in plan.containers),
             "run_id": execution.run_id,
             "uptime_secs": round(time.time() - execution.submit_time, 1),
         })
+        rows[-1]["reason"] = health.reasons[0].splitlines()[0] if health.reasons else ""
     if args.json:
         print_json(rows)
     elif not rows:
@@ -219,32 +230,50 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+STATUS_NAMES = {schema.TopologyStatus.RUNNING: "RUNNING", schema.TopologyStatus.PAUSED: "PAUSED"}
+
+
 def show_data(state: StateManager, name: str) -> dict:
     execution = manager.running(state, name)
+    health = topology_health(state, name, execution)
     plan = state.get(Kind.PACKING_PLAN, name)
     physical = state.get(Kind.PHYSICAL_PLAN, name)
     location = state.get(Kind.SCHEDULER, name)
-    processes = []
-    if location is not None:
-        for container, pid in sorted(location.executor_pids.items()):
-            processes.append({"container": container, "process": "executor", "host": location.host, "port": None, "pid": pid})
+    leader = state.get(Kind.TMASTER, name)
+    ports = {}
     if physical is not None:
-        t = physical.tmaster
-        processes.append({"container": 0, "process": "tmaster", "host": t.host, "port": t.control_port, "pid": t.pid})
-        for s in sorted(physical.stmgrs, key=lambda s: s.container):
-            processes.append({"container": s.container, "process": "stmgr", "host": s.host, "port": s.data_port, "pid": s.pid})
-        for i in sorted(physical.instances, key=lambda i: i.id.task_id):
-            processes.append({
-                "container": i.container, "process": f"instance {i.id.component}[{i.id.component_index}] task {i.id.task_id}",
-                "host": location.host if location else None, "port": None, "pid": i.pid,
-            })
+        ports = {(s.container, "stmgr"): s.data_port for s in physical.stmgrs}
+    tasks = {f"instance-{i.id.task_id}-{i.id.component}": i for c in plan.containers for i in c.instances}
+    processes = []
+    if location is not None and location.supervisor_pid:
+        processes.append({"container": None, "process": "supervisor", "host": location.host, "port": None,
+                          "pid": location.supervisor_pid, "state": "up", "restarts": 0})
+    for m in state.members(Kind.CONTAINER, name):
+        record = state.get(Kind.CONTAINER, member(name, m))
+        if record is None:
+            continue
+        processes.append({"container": record.container, "process": "executor", "host": record.host, "port": None,
+                          "pid": record.executor_pid, "state": "up", "restarts": 0})
+        for p in record.processes:
+            what = p.name
+            instance = tasks.get(p.name)
+            if instance is not None:
+                what = f"instance {instance.id.component}[{instance.id.component_index}] task {instance.id.task_id}"
+            port = ports.get((record.container, p.name))
+            if leader is not None and p.pid == leader.pid:
+                what, port = f"{p.name} (leader)", leader.control_port
+            processes.append({"container": record.container, "process": what, "host": record.host, "port": port,
+                              "pid": p.pid or None, "restarts": p.restarts,
+                              "state": "failed" if p.failure else ("up" if p.pid else "restarting")})
     return {
         "name": name,
-        "status": manager.STATUS_NAMES[execution.status],
-        "confirmed_status": manager.STATUS_NAMES[physical.status] if physical else None,
+        "status": health.status,
+        "reasons": list(health.reasons),
+        "desired_status": STATUS_NAMES[execution.status],
+        "confirmed_status": STATUS_NAMES[physical.status] if physical else None,
         "run_dir": execution.run_dir,
         "packing_plan": plan_to_json(name, plan),
-        "physical_plan": processes,
+        "processes": processes,
     }
 
 
@@ -254,6 +283,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         print_json(data)
         return 0
     print(f"topology {data['name']!r}: {data['status']}  (run folder {data['run_dir']})")
+    for reason in data["reasons"]:
+        print("  " + reason.replace("\n", "\n    "))
     plan = data["packing_plan"]
     print(f"\npacking plan ({plan['algorithm']}, {plan['granularity']} granularity)")
     rows = []
@@ -264,11 +295,12 @@ def cmd_show(args: argparse.Namespace) -> int:
         r = c["resources"]
         rows.append((c["id"], r["cpu"], r["ram_mb"], r["disk_mb"], ", ".join(f"{k} x{v}" for k, v in counts.items())))
     print(format_table(["container", "cpu", "ram_mb", "disk_mb", "instances"], rows, right={"container", "cpu", "ram_mb", "disk_mb"}))
-    print("\nphysical plan")
+    print("\nprocesses")
     print(format_table(
-        ["container", "process", "host", "port", "pid"],
-        [[p["container"], p["process"], p["host"], p["port"] or "-", p["pid"]] for p in data["physical_plan"]],
-        right={"container", "pid"},
+        ["container", "process", "host", "port", "pid", "state", "restarts"],
+        [["-" if p["container"] is None else p["container"], p["process"], p["host"], p["port"] or "-",
+          p["pid"] or "-", p["state"], p["restarts"]] for p in data["processes"]],
+        right={"container", "pid", "restarts"},
     ))
     return 0
 

@@ -1,9 +1,10 @@
 """Submitting a topology: validate -> pack -> write state -> schedule -> wait.
 
 Everything that can be refused is refused before anything is written or
-started. If the topology does not come up within ``squall.submit.timeout.secs``
-what was started is killed, the state removed, and the error names the
-process that failed with the tail of its log.
+started. If the topology does not come up within ``squall.submit.timeout.secs``,
+or a process of it keeps dying while it comes up (``CRASHES_WHILE_STARTING``
+exits), what was started is killed, the state removed, and the error names
+the process that failed with the end of its log.
 """
 from __future__ import annotations
 
@@ -12,29 +13,30 @@ import json
 import logging
 import os
 import secrets
-import socket
 import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, Optional
 
-import psutil
-
-from squall.conf import Config, base_config
+from squall.conf import Config, base_config, registry
 from squall.errors import SquallError
 from squall.idl import replace, schema
 from squall.logical import topology_config
 from squall.topology import encode_config
 from squall.packing import pack, plan_to_json
-from squall.scheduler.base import Scheduler
+from squall.scheduler.base import Scheduler, state_file
 from squall.scheduler.local import LocalScheduler
-from squall.state import AlreadyExists, Kind, StateManager, squall_home
+from squall.state import AlreadyExists, Kind, StateAddress, StateManager, squall_home
+from squall.state.status import FAILED, topology_health
+from squall.supervision import log_tail
 
 log = logging.getLogger(__name__)
 
 # Seconds every instance must stay up (same pid) before submit calls it running.
 SETTLE_SECS = 1.5
+# Exits of one process while the topology comes up that fail the submit at once.
+CRASHES_WHILE_STARTING = 2
 
 
 class SubmitError(SquallError):
@@ -66,10 +68,7 @@ def new_run_dir(name: str) -> tuple[str, str]:
 
 def make_scheduler(cluster: str, state: StateManager) -> Scheduler:
     if cluster == "local":
-        root = getattr(state, "root", None)
-        if root is None:
-            raise SubmitError("the local cluster needs the local state manager")
-        return LocalScheduler(root)
+        return LocalScheduler(state)
     raise SubmitError(f"--cluster {cluster!r}: unknown cluster (available: local)")
 
 
@@ -95,6 +94,7 @@ def submit(
             "topologies at-most-once only (XOR acking is not built yet); set ATMOST_ONCE"
         )
     scheduler = make_scheduler(cluster, state)
+    address = StateAddress.from_config(base)
     plan = pack(topology, base)  # refuses impossible requests before anything starts
     try:
         state.create(Kind.LOCK, name, str(os.getpid()).encode())
@@ -103,14 +103,12 @@ def submit(
     try:
         if state.get(Kind.EXECUTION_STATE, name) is not None:
             raise SubmitError(f"topology {name!r} is already running; kill it first (squall kill {name})")
-        execution = _write_run(topology, plan, state, cluster)
-        location = None
+        execution = _write_run(topology, plan, state, cluster, address)
         try:
-            location = scheduler.on_schedule(execution, plan)
-            state.put(Kind.SCHEDULER, name, location)
+            scheduler.on_schedule(execution, plan)
             _wait_until_up(state, name, plan, config["squall.submit.timeout.secs"], progress)
         except BaseException:
-            scheduler.on_kill(execution, location)
+            scheduler.on_kill(execution)
             state.delete_topology(name)
             raise
         return execution
@@ -126,13 +124,16 @@ def with_cluster_layer(topology: Any, base: Config) -> Any:
     its values travel in the plan, below the topology's own keys.
     """
     site = base_config()
-    layer = {k: v for k, v in base.items() if k not in site or site[k] != v}
+    keys = registry()
+    # credentials stay out of the plan: processes get them from the run's state address file
+    layer = {k: v for k, v in base.items()
+             if (k not in site or site[k] != v) and not (k in keys and keys[k].secret)}
     if not layer:
         return topology
     return replace(topology, config={**encode_config(layer, "--config-path"), **topology.config})
 
 
-def _write_run(topology: Any, plan: Any, state: StateManager, cluster: str) -> Any:
+def _write_run(topology: Any, plan: Any, state: StateManager, cluster: str, address: StateAddress) -> Any:
     run_id, run_dir = new_run_dir(topology.name)
     for sub in ("logs", "metrics"):
         os.makedirs(os.path.join(run_dir, sub), exist_ok=True)
@@ -149,6 +150,7 @@ def _write_run(topology: Any, plan: Any, state: StateManager, cluster: str) -> A
         cluster=cluster,
         python=sys.executable,
     )
+    address.write(state_file(execution))
     state.put(Kind.TOPOLOGY, topology.name, topology)
     state.put(Kind.PACKING_PLAN, topology.name, plan)
     state.put(Kind.EXECUTION_STATE, topology.name, execution)
@@ -176,20 +178,31 @@ def _wait_until_up(
     progress: Optional[Callable[[Progress], None]],
     settle: float = SETTLE_SECS,
 ) -> None:
-    """Wait until every instance has registered and stayed up for ``settle`` seconds.
+    """Wait until the topology is up and its instances have stayed up for ``settle`` seconds.
 
     Instances register before they run user code (``initialize`` needs the
     physical plan), so a complete plan is not enough: one whose instances
-    crash gets restarted with new pids. Up means the same pids, alive, for
-    ``settle`` seconds.
+    crash gets restarted with new pids. Up means RUNNING (every process of
+    the plan alive) with the same pids for ``settle`` seconds. A process
+    that exits ``CRASHES_WHILE_STARTING`` times, or anything past its
+    restart budget, fails the submit at once with the end of its log.
     """
     total = sum(len(c.instances) for c in plan.containers)
     start = time.monotonic()
     stable_pids, stable_since = None, None
     while True:
         elapsed = time.monotonic() - start
+        health = topology_health(state, name)
+        if health.status == FAILED:
+            raise SubmitError(f"topology {name!r} failed while starting: {health.reasons[0]}")
+        for container, process in health.crashed:
+            if process.crashes >= CRASHES_WHILE_STARTING:
+                raise SubmitError(
+                    f"topology {name!r} did not come up: container {container}'s {process.name} exited "
+                    f"{process.crashes} times (last exit status {process.last_exit}); the end of its log "
+                    f"({process.log_file}):\n{log_tail(process.log_file)}")
         pids = registered_pids(state, name, plan)
-        if len(pids) >= total and _all_alive(state, name, pids):
+        if health.up and len(pids) >= total:
             if pids != stable_pids:
                 stable_pids, stable_since = pids, time.monotonic()
             elif time.monotonic() - stable_since >= settle:
@@ -207,14 +220,6 @@ def _wait_until_up(
                 f"({len(pids)} of {total} instances registered and running); {diagnose(execution.run_dir)}"
             )
         time.sleep(0.2)
-
-
-def _all_alive(state: StateManager, name: str, pids: dict) -> bool:
-    """On this machine, check the pids are live processes; elsewhere trust the plan."""
-    location = state.get(Kind.SCHEDULER, name)
-    if location is None or location.host != socket.gethostname():
-        return True
-    return all(psutil.pid_exists(pid) for pid in pids.values())
 
 
 def diagnose(run_dir: str, tail_lines: int = 12) -> str:

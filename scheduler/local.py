@@ -1,150 +1,124 @@
 """The local scheduler: each container is an executor process group on this machine.
 
-Executors are started detached (their own session), so topologies outlive the
-command that submitted them. Killing signals the whole process group, waits,
-then kills what is left, and finally sweeps any process of the topology that
-escaped its group.
+``on_schedule`` starts the topology's supervisor (``squall.scheduler.supervisor``),
+detached in its own session so the topology outlives the command that
+submitted it; the supervisor starts the executors, restarts dead ones and
+records their pids. The scheduler's other operations act through it:
+``restart`` stops an executor and waits for the supervisor's new one,
+``update`` waits until the supervisor has started the new plan's
+containers. ``kill`` stops the supervisor (which stops its executors), then
+any executor it left, then sweeps any process of the topology that escaped
+its group.
 """
 from __future__ import annotations
 
 import logging
 import os
-import signal
-import socket
 import subprocess
+import time
 from typing import Any, Iterable, Optional
 
 import psutil
 
-from squall.idl import schema
-from squall.scheduler.base import Scheduler, SchedulerError, container_ids
+from squall.scheduler.base import Scheduler, SchedulerError, container_ids, state_file
+from squall.scheduler.supervisor import stop_groups
+from squall.state import Kind, StateManager
+from squall.supervision import log_tail
 
 log = logging.getLogger(__name__)
 
-EXECUTOR_MODULE = "squall.runtime.executor"
+SUPERVISOR_MODULE = "squall.scheduler.supervisor"
 
 
-def executor_command(python: str, topology: str, container: int, state_root: str) -> list:
-    """The one command line an executor is started with (the runtime contract)."""
-    return [
-        python, "-m", EXECUTOR_MODULE,
-        "--topology", topology,
-        "--container", str(container),
-        "--state-manager", "local",
-        "--state-root", state_root,
-    ]
-
-
-def container_log_dir(run_dir: str, container: int) -> str:
-    return os.path.join(run_dir, "logs", f"container-{container}")
+def supervisor_command(python: str, topology: str, state_file: str) -> list:
+    return [python, "-m", SUPERVISOR_MODULE, "--topology", topology, "--state", state_file]
 
 
 class LocalScheduler(Scheduler):
-    def __init__(self, state_root: str, kill_grace_secs: float = 10.0, retire_wait_secs: float = 60.0):
-        self.state_root = state_root
+    def __init__(self, state: StateManager, kill_grace_secs: float = 10.0, wait_secs: float = 30.0):
+        self.state = state
         self.kill_grace_secs = kill_grace_secs
-        self.retire_wait_secs = retire_wait_secs
+        self.wait_secs = wait_secs
 
-    def on_schedule(self, execution_state: Any, packing_plan: Any) -> Any:
-        pids = {c: self._start(execution_state, c) for c in container_ids(packing_plan)}
-        return schema.SchedulerLocation(
-            topology_name=execution_state.topology_name,
-            scheduler="local",
-            host=socket.gethostname(),
-            executor_pids=pids,
-        )
-
-    def _start(self, state: Any, container: int) -> int:
-        log_dir = container_log_dir(state.run_dir, container)
-        os.makedirs(log_dir, exist_ok=True)
-        command = executor_command(state.python, state.topology_name, container, self.state_root)
+    def on_schedule(self, execution_state: Any, packing_plan: Any) -> None:
+        path = os.path.join(execution_state.run_dir, "logs", "supervisor.log")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        command = supervisor_command(execution_state.python, execution_state.topology_name,
+                                     state_file(execution_state))
         try:
-            with open(os.path.join(log_dir, "executor.log"), "ab") as out:
-                process = subprocess.Popen(
-                    command,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    cwd=state.run_dir,
-                    start_new_session=True,
-                    close_fds=True,
-                )
+            with open(path, "ab") as out:
+                process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                           cwd=execution_state.run_dir, start_new_session=True, close_fds=True)
         except OSError as e:
-            raise SchedulerError(f"cannot start the executor of container {container}: {e}") from e
-        log.info("started executor of container %d: pid %d", container, process.pid)
-        return process.pid
+            raise SchedulerError(f"cannot start the supervisor of {execution_state.topology_name!r}: {e}") from e
+        log.info("started the supervisor of %s: pid %d", execution_state.topology_name, process.pid)
+        self._wait(execution_state, lambda loc: loc.supervisor_pid == process.pid
+                   and set(loc.executor_pids) >= set(container_ids(packing_plan)),
+                   "its supervisor to start the executors", process, path)
 
-    def on_kill(self, execution_state: Any, location: Any) -> None:
+    def _wait(self, execution: Any, done: Any, what: str, process: Optional[subprocess.Popen] = None,
+              log_path: Optional[str] = None) -> Any:
+        """Wait until the scheduler record satisfies ``done``; the record."""
+        deadline = time.monotonic() + self.wait_secs
+        while True:
+            location = self.state.get(Kind.SCHEDULER, execution.topology_name)
+            if location is not None and done(location):
+                return location
+            if process is not None and process.poll() is not None:
+                raise SchedulerError(f"the supervisor of {execution.topology_name!r} exited with "
+                                     f"{process.returncode}; the end of its log ({log_path}):\n{log_tail(log_path)}")
+            if time.monotonic() > deadline:
+                raise SchedulerError(f"topology {execution.topology_name!r}: timed out after {self.wait_secs:g}s "
+                                     f"waiting for {what}")
+            time.sleep(0.1)
+
+    def on_kill(self, execution_state: Any) -> None:
+        location = self.state.get(Kind.SCHEDULER, execution_state.topology_name)
+        if location is not None and location.supervisor_pid:
+            self._stop([location.supervisor_pid], grace=self.kill_grace_secs * 2)
+        if location is not None:
+            self._stop(location.executor_pids.values())
+        self._stop(p.pid for p in self.topology_processes(execution_state))
+
+    def on_restart(self, execution_state: Any, container: Optional[int]) -> None:
+        name = execution_state.topology_name
+        location = self.state.get(Kind.SCHEDULER, name)
         pids = dict(location.executor_pids) if location is not None else {}
-        self._stop(pids.values())
-        self._stop(p.pid for p in self.topology_processes(execution_state.topology_name))
-
-    def on_restart(self, execution_state: Any, location: Any, container: Optional[int]) -> Any:
-        pids = dict(location.executor_pids)
         targets = sorted(pids) if container is None else [container]
         for c in targets:
             if c not in pids:
-                raise SchedulerError(
-                    f"topology {execution_state.topology_name!r} has no container {c} "
-                    f"(containers: {', '.join(map(str, sorted(pids)))})"
-                )
+                raise SchedulerError(f"topology {name!r} has no container {c} "
+                                     f"(containers: {', '.join(map(str, sorted(pids)))})")
         self._stop(pids[c] for c in targets)
-        for c in targets:
-            pids[c] = self._start(execution_state, c)
-        location.executor_pids = pids
-        return location
+        self._wait(execution_state, lambda loc: all(loc.executor_pids.get(c) not in (None, pids[c]) for c in targets),
+                   f"new executors of containers {targets}")
 
-    def on_update(self, execution_state: Any, location: Any, current: Any, proposed: Any) -> Any:
-        pids = dict(location.executor_pids)
+    def on_update(self, execution_state: Any, current: Any, proposed: Any) -> None:
+        # the supervisor follows the packing plan: it starts the containers ``proposed`` adds;
+        # executors of removed containers see the new plan, drain their instances and exit by themselves
         wanted = set(container_ids(proposed))
-        for c in sorted(wanted - set(pids)):
-            pids[c] = self._start(execution_state, c)
-        # Executors of removed containers see the new plan, wait until it is in
-        # force, drain their instances and exit by themselves; stop only what
-        # has not done so in time.
-        removed = [pids.pop(c) for c in sorted(set(pids) - wanted)]
-        self._stop(removed, wait_first=self.retire_wait_secs)
-        location.executor_pids = pids
-        return location
+        self._wait(execution_state, lambda loc: set(loc.executor_pids) >= wanted,
+                   "its supervisor to start the new containers")
 
-    def topology_processes(self, topology: str) -> list:
-        """Every live process started for ``topology`` under this state root."""
+    def topology_processes(self, execution_state: Any) -> list:
+        """Every live process started for this run of the topology (its command names the run's state file)."""
+        path = state_file(execution_state)
         found = []
         for process in psutil.process_iter(["cmdline"]):
             cmdline = process.info["cmdline"] or []
-            if _flag(cmdline, "--topology") == topology and _flag(cmdline, "--state-root") == self.state_root:
+            if _flag(cmdline, "--state") == path and _flag(cmdline, "--topology") == execution_state.topology_name:
                 found.append(process)
         return found
 
-    def _stop(self, pids: Iterable[int], wait_first: float = 0.0) -> None:
-        """SIGTERM each process group, wait for the grace period, SIGKILL the rest.
-
-        With ``wait_first``, give the processes that long to exit by themselves
-        before they are signalled.
-        """
+    def _stop(self, pids: Iterable[int], grace: Optional[float] = None) -> None:
+        """SIGTERM each process's group, wait for the grace period, SIGKILL the rest."""
         processes = []
         for pid in pids:
             try:
                 processes.append(psutil.Process(pid))
             except psutil.NoSuchProcess:
                 continue
-        if wait_first:
-            _, processes = psutil.wait_procs(processes, timeout=wait_first)
-        for process in processes:
-            try:
-                os.killpg(os.getpgid(process.pid), signal.SIGTERM)
-            except ProcessLookupError:
-                continue
-            except PermissionError as e:
-                raise SchedulerError(f"cannot signal process {process.pid}: {e}") from e
-        _, alive = psutil.wait_procs(processes, timeout=self.kill_grace_secs)
-        for process in alive:
-            log.warning("process %d ignored SIGTERM for %.0fs; killing it", process.pid, self.kill_grace_secs)
-            try:
-                os.killpg(os.getpgid(process.pid), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        psutil.wait_procs(alive, timeout=5)  # also reaps our own children
+        stop_groups(processes, self.kill_grace_secs if grace is None else grace)
 
 
 def _flag(cmdline: list, name: str) -> Optional[str]:

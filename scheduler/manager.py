@@ -6,7 +6,6 @@ from typing import Any, Mapping, Optional
 
 from squall.conf import Config
 from squall.errors import SquallError
-from squall.idl import schema
 from squall.logical import find_component
 from squall.packing import repack, with_parallelism
 from squall.scheduler.launcher import make_scheduler, registered_instances
@@ -50,11 +49,8 @@ def kill(state: StateManager, name: str) -> Any:
     """
     execution = running(state, name)
     with _Locked(state, name):
-        scheduler = make_scheduler(execution.cluster, state)
-        scheduler.on_kill(execution, state.get(Kind.SCHEDULER, name))
-        for kind in Kind:
-            if kind is not Kind.LOCK:
-                state.delete(kind, name)
+        make_scheduler(execution.cluster, state).on_kill(execution)
+        state.delete_topology(name)
     return execution
 
 
@@ -76,9 +72,7 @@ def set_status(state: StateManager, name: str, status: int, timeout: float = 15.
 def restart(state: StateManager, name: str, container: Optional[int] = None) -> None:
     execution = running(state, name)
     with _Locked(state, name):
-        scheduler = make_scheduler(execution.cluster, state)
-        location = scheduler.on_restart(execution, state.get(Kind.SCHEDULER, name), container)
-        state.put(Kind.SCHEDULER, name, location)
+        make_scheduler(execution.cluster, state).on_restart(execution, container)
 
 
 def update(
@@ -104,8 +98,7 @@ def update(
         scheduler = make_scheduler(execution.cluster, state)
         state.put(Kind.TOPOLOGY, name, with_parallelism(topology, parallelism))
         state.put(Kind.PACKING_PLAN, name, proposed)
-        location = scheduler.on_update(execution, state.get(Kind.SCHEDULER, name), current, proposed)
-        state.put(Kind.SCHEDULER, name, location)
+        scheduler.on_update(execution, current, proposed)
     total = sum(len(c.instances) for c in proposed.containers)
     deadline = time.monotonic() + timeout
     while registered_instances(state, name, proposed) < total:
@@ -113,6 +106,3 @@ def update(
             raise SquallError(f"topology {name!r} did not take the new plan within {timeout:g}s")
         time.sleep(0.2)
     return diff
-
-
-STATUS_NAMES = {schema.TopologyStatus.RUNNING: "RUNNING", schema.TopologyStatus.PAUSED: "PAUSED"}

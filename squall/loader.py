@@ -59,6 +59,13 @@ def import_topology_module(path: str) -> Any:
     except SyntaxError as e:
         del sys.modules[name]
         raise SquallError(f"topology file {path}, line {e.lineno}: syntax error: {e.msg}") from e
+    except SystemExit as e:
+        del sys.modules[name]
+        raise SquallError(f"topology file {path} called sys.exit({e.code!r}) while it was imported; "
+                          "a topology file must only build its topology") from None
+    except KeyboardInterrupt:
+        del sys.modules[name]
+        raise SquallError(f"topology file {path} was interrupted while it was imported") from None
     except Exception as e:
         del sys.modules[name]
         raise SquallError(f"topology file {path} failed to import: {type(e).__name__}: {e}") from e

@@ -141,10 +141,40 @@ struct SchedulerLocation {
   1: required string topology_name,
   2: required string scheduler,
   3: required string host,
-  // container id -> executor pid (local scheduler) 
+  // container id -> executor pid (local scheduler)
   4: required map<i32, i32> executor_pids,
   // YARN application id (YARN scheduler)
   5: optional string application_id,
+  // pid of the process that restarts dead containers (local scheduler: the supervisor)
+  6: optional i32 supervisor_pid,
+  // set when a container died past its restart budget: which, and the end of its log
+  7: optional string failure,
+}
+
+// One process of a container as its executor sees it.
+struct ProcessStatus {
+  1: required string name,
+  // 0 while it is not running (restarting, or given up on)
+  2: required i32 pid,
+  // restarts within the restart window
+  3: required i32 restarts,
+  // abnormal exits since the container started
+  4: required i32 crashes,
+  // exit status of its last exit, if it has exited
+  5: optional i32 last_exit,
+  // set when it died past its restart budget: the reason and the end of its log
+  6: optional string failure,
+  // path of its log file
+  7: required string log_file,
+}
+
+// containers/<topology>/<id> (ephemeral): a live executor and its processes.
+struct ContainerStatus {
+  1: required i32 container,
+  2: required string host,
+  3: required i32 executor_pid,
+  4: required double updated,
+  5: required list<ProcessStatus> processes,
 }
 
 struct StMgrLocation {

@@ -1,12 +1,16 @@
 """The state manager interface: typed records of a topology, by kind and name.
 
-Layout (DESIGN.md §4): ``<root>/<kind>/<topology>`` for the kinds below.
-Records are Thrift structs of the project's IDL; ``tmasters`` and ``locks``
-records are ephemeral: they vanish when the process that created them dies.
+Layout (DESIGN.md §4): ``<root>/<kind>/<topology>`` for the kinds below, and
+``<root>/containers/<topology>/<container>`` for the one record per live
+executor. Records are Thrift structs of the project's IDL; ``tmasters``,
+``locks`` and ``containers`` records are ephemeral: they vanish when the
+process that created them dies. ``<root>/elections/<topology>`` holds the
+topology master's leader election (a recipe of the state manager).
 """
 from __future__ import annotations
 
 import enum
+import threading
 from abc import ABC, abstractmethod
 from typing import Any, Callable, Optional
 
@@ -30,6 +34,7 @@ class Kind(enum.Enum):
     TMASTER = "tmasters"
     SCHEDULER = "schedulers"
     LOCK = "locks"
+    CONTAINER = "containers"
 
     @property
     def struct(self) -> Optional[type]:
@@ -39,7 +44,46 @@ class Kind(enum.Enum):
     @property
     def ephemeral(self) -> bool:
         """Gone with the process that created it: a dead owner leaves no stale record."""
-        return self in (Kind.TMASTER, Kind.LOCK)
+        return self in (Kind.TMASTER, Kind.LOCK, Kind.CONTAINER)
+
+    @property
+    def grouped(self) -> bool:
+        """Records are ``<topology>/<member>``, several per topology."""
+        return self is Kind.CONTAINER
+
+
+ELECTIONS = "elections"
+
+
+class Session(enum.Enum):
+    """The state manager's connection, as kazoo reduces it."""
+
+    CONNECTED = "connected"
+    SUSPENDED = "suspended"  # cut off for now; the session and its ephemeral records may survive
+    LOST = "lost"  # the session is gone, and with it every ephemeral record and leadership
+
+
+class Election(ABC):
+    """One candidate for a topology's leadership (the topology master).
+
+    At most one candidate of a topology holds it at a time. ``holds()`` is
+    the test a leader makes before every leader-only action: it turns false
+    as soon as leadership may have passed to another candidate (the process
+    is cut off from the state manager for too long, or its session is lost),
+    not only once that is certain.
+    """
+
+    @abstractmethod
+    def acquire(self, stop: threading.Event) -> bool:
+        """Block until this candidate leads (True) or ``stop`` is set (False)."""
+
+    @abstractmethod
+    def holds(self) -> bool:
+        """Leadership is still this candidate's."""
+
+    @abstractmethod
+    def release(self) -> None:
+        """Give leadership up (idempotent); a new ``acquire`` may compete again."""
 
 
 _STRUCTS = {
@@ -49,6 +93,7 @@ _STRUCTS = {
     Kind.EXECUTION_STATE: schema.ExecutionState,
     Kind.TMASTER: schema.TMasterLocation,
     Kind.SCHEDULER: schema.SchedulerLocation,
+    Kind.CONTAINER: schema.ContainerStatus,
 }
 
 
@@ -90,14 +135,40 @@ class StateManager(ABC):
         """Names of the records of ``kind``, sorted."""
 
     @abstractmethod
+    def members(self, kind: Kind, topology: str) -> list:
+        """Member names of a grouped kind's records of ``topology``, sorted."""
+
+    @abstractmethod
     def watch(self, kind: Kind, name: str, callback: Callable[[Any], None]) -> Callable[[], None]:
         """Call ``callback(record_or_None)`` after every change; returns a
         function that stops the watch. Callbacks must not block."""
 
+    @abstractmethod
+    def election(self, topology: str, identifier: str) -> Election:
+        """A candidate for ``topology``'s leadership."""
+
+    def add_listener(self, callback: Callable[[Session], None]) -> None:
+        """Call ``callback(Session)`` on every change of the connection (must not block).
+
+        A local directory has no connection to lose: the default never calls it.
+        """
+
+    @abstractmethod
+    def _delete_group(self, kind: Kind, topology: str) -> None:
+        """Remove every member record of ``topology`` of a grouped kind."""
+
+    @abstractmethod
+    def _delete_election(self, topology: str) -> None:
+        """Remove ``topology``'s election (its candidates are gone)."""
+
     def delete_topology(self, name: str) -> None:
         """Remove every record of a topology (kill)."""
         for kind in Kind:
-            self.delete(kind, name)
+            if kind.grouped:
+                self._delete_group(kind, name)
+            else:
+                self.delete(kind, name)
+        self._delete_election(name)
 
     def __enter__(self) -> "StateManager":
         self.start()
@@ -122,7 +193,14 @@ def decode_record(kind: Kind, path: str, data: bytes) -> Any:
         raise StateError(f"state record {path} is corrupt: {e}") from e
 
 
-def check_name(name: str) -> str:
-    if not name or "/" in name or name.startswith("."):
+def member(topology: str, name: Any) -> str:
+    """The record name of member ``name`` of ``topology`` in a grouped kind."""
+    return f"{topology}/{name}"
+
+
+def check_name(name: str, kind: Optional[Kind] = None) -> str:
+    parts = name.split("/") if name else [""]
+    if len(parts) != (2 if kind is not None and kind.grouped else 1) or any(
+            not p or p.startswith(".") for p in parts):
         raise StateError(f"invalid state record name {name!r}")
     return name

@@ -5,24 +5,32 @@ encoding, replaced atomically (write, fsync, rename). An ephemeral record has
 an owner file next to it naming the creating process (pid and start time);
 once that process is gone the record reads as absent, like a ZooKeeper
 ephemeral node whose session expired. Watches poll file modification times.
+Leader election is an exclusive ``flock`` on ``elections/<topology>``: the
+kernel releases it the moment its holder dies, and nothing else can take it
+from a live holder, so ``holds()`` stays true until ``release()``.
 """
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
+import shutil
 import threading
 from typing import Any, Callable, Optional
 
 import psutil
 
 from squall.state.base import (
+    ELECTIONS,
     AlreadyExists,
+    Election,
     Kind,
     StateError,
     StateManager,
     check_name,
     decode_record,
     encode_record,
+    member,
 )
 
 log = logging.getLogger(__name__)
@@ -49,8 +57,8 @@ class LocalStateManager(StateManager):
     # lifecycle ------------------------------------------------------------------
     def start(self) -> None:
         try:
-            for kind in Kind:
-                os.makedirs(os.path.join(self.root, kind.value), mode=0o700, exist_ok=True)
+            for folder in [kind.value for kind in Kind] + [ELECTIONS]:
+                os.makedirs(os.path.join(self.root, folder), mode=0o700, exist_ok=True)
         except OSError as e:
             raise StateError(f"cannot create state directory {self.root}: {e.strerror}") from e
 
@@ -63,19 +71,23 @@ class LocalStateManager(StateManager):
         for kind in Kind:
             if not kind.ephemeral:
                 continue
-            for name in self._raw_names(kind):
+            names = self._raw_names(kind)
+            if kind.grouped:
+                names = [member(t, m) for t in names for m in self._raw_names(kind, t)]
+            for name in names:
                 if self._owner(kind, name) == me:
                     self.delete(kind, name)
 
     # records --------------------------------------------------------------------
     def _path(self, kind: Kind, name: str) -> str:
-        return os.path.join(self.root, kind.value, check_name(name))
+        return os.path.join(self.root, kind.value, check_name(name, kind))
 
     def create(self, kind: Kind, name: str, value: Any) -> None:
         path = self._path(kind, name)
         if kind.ephemeral and os.path.exists(path) and not self._alive(kind, name):
             self.delete(kind, name)
         try:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
             fd = os.open(path + ".creating", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError as e:
             raise AlreadyExists(f"state record {path} is being created by another process") from e
@@ -99,6 +111,7 @@ class LocalStateManager(StateManager):
     def _write(self, path: str, data: bytes) -> None:
         tmp = f"{path}.tmp.{os.getpid()}.{threading.get_ident()}"
         try:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
@@ -132,14 +145,32 @@ class LocalStateManager(StateManager):
                 raise StateError(f"cannot delete state record {p}: {e.strerror}") from e
 
     def names(self, kind: Kind) -> list:
+        if kind.grouped:
+            return [t for t in self._raw_names(kind) if self.members(kind, t)]
         return [n for n in self._raw_names(kind) if not kind.ephemeral or self._alive(kind, n)]
 
-    def _raw_names(self, kind: Kind) -> list:
+    def members(self, kind: Kind, topology: str) -> list:
+        return [m for m in self._raw_names(kind, check_name(topology))
+                if self._alive(kind, member(topology, m))]
+
+    def _raw_names(self, kind: Kind, topology: Optional[str] = None) -> list:
+        folder = os.path.join(self.root, kind.value, *([topology] if topology else []))
         try:
-            entries = os.listdir(os.path.join(self.root, kind.value))
-        except FileNotFoundError:
+            entries = os.listdir(folder)
+        except (FileNotFoundError, NotADirectoryError):
             return []
         return sorted(e for e in entries if not e.endswith((_OWNER_SUFFIX, ".creating")) and ".tmp." not in e)
+
+    def _delete_group(self, kind: Kind, topology: str) -> None:
+        shutil.rmtree(os.path.join(self.root, kind.value, check_name(topology)), ignore_errors=True)
+
+    def _delete_election(self, topology: str) -> None:
+        # the lock file stays: a candidate still blocked on it must not get a fresh file (and a second
+        # leader); it is empty and reused by the next run of the same name
+        pass
+
+    def election(self, topology: str, identifier: str) -> Election:
+        return _FileElection(os.path.join(self.root, ELECTIONS, check_name(topology)), self.poll_interval)
 
     def _owner(self, kind: Kind, name: str) -> Optional[str]:
         try:
@@ -193,3 +224,40 @@ class LocalStateManager(StateManager):
                     callback(self.get(kind, name))
                 except Exception:
                     log.exception("state watch callback for %s/%s failed", kind.value, name)
+
+
+class _FileElection(Election):
+    """An exclusive ``flock`` on one file per topology; the kernel frees it when its holder dies."""
+
+    def __init__(self, path: str, poll_interval: float):
+        self.path = path
+        self.poll_interval = poll_interval
+        self._fd: Optional[int] = None
+
+    def acquire(self, stop: threading.Event) -> bool:
+        if self._fd is not None:
+            return True
+        try:
+            os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as e:
+            raise StateError(f"cannot open election file {self.path}: {e.strerror}") from e
+        while not stop.is_set():
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                stop.wait(self.poll_interval)
+                continue
+            self._fd = fd
+            return True
+        os.close(fd)
+        return False
+
+    def holds(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)

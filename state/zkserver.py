@@ -88,3 +88,20 @@ class ZooKeeperServer:
         self.stop()
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
+
+
+def expire_session(hosts: str, client_id: tuple, timeout: float = 10.0) -> None:
+    """Expire a live ZooKeeper session for real, as kazoo's test harness used to.
+
+    A second client joins the session (``client_id`` is the owner's
+    ``(session id, password)``: ``KazooClient.client_id``) and closes it: the
+    server ends the session, removes its ephemeral nodes and tells watchers,
+    and the owner's next contact is answered with SESSION_EXPIRED (kazoo:
+    LOST).
+    """
+    from kazoo.client import KazooClient
+
+    intruder = KazooClient(hosts=hosts, client_id=client_id, timeout=timeout)
+    intruder.start(timeout=timeout)
+    intruder.stop()
+    intruder.close()

@@ -1,25 +1,38 @@
 """The ZooKeeper state manager (kazoo), for topologies on a cluster.
 
 Records are znodes ``<root>/<kind>/<name>`` holding the Thrift compact
-encoding; ``tmasters`` and ``locks`` records are ephemeral znodes, gone when
-the session of the process that created them ends. Connection states follow
-kazoo: SUSPENDED is logged and waited out, LOST means every ephemeral record
-of this manager is gone (the owner must recreate what it needs).
+encoding; ``tmasters``, ``locks`` and ``containers`` records are ephemeral
+znodes, gone when the session of the process that created them ends.
+
+Every znode this manager creates carries a digest ACL: only a client that
+authenticates with the same ``user:password`` (``squall.state.zookeeper.auth``)
+can read or write it, so the topology's secret in its execution state is
+never readable without that credential.
+
+Connection states follow kazoo: SUSPENDED (cut off, the session may still be
+alive) and LOST (the session expired: its ephemeral records and any
+leadership are gone) are passed to the listeners; their owners decide (the
+topology master stops leading, an executor writes its record again).
 """
 from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable
+import time
+from typing import Any, Callable, Optional
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
+from kazoo.exceptions import CancelledError, KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
+from kazoo.security import make_digest_acl
 
 from squall.state.base import (
+    ELECTIONS,
     AlreadyExists,
+    Election,
     Kind,
+    Session,
     StateError,
     StateManager,
     check_name,
@@ -29,30 +42,52 @@ from squall.state.base import (
 
 log = logging.getLogger(__name__)
 
+_SESSIONS = {KazooState.CONNECTED: Session.CONNECTED, KazooState.SUSPENDED: Session.SUSPENDED,
+             KazooState.LOST: Session.LOST}
+
 
 class ZooKeeperStateManager(StateManager):
-    def __init__(
-        self, hosts: str, root: str = "/squall", connect_timeout: float = 10.0, session_timeout: float = 10.0
-    ):
+    def __init__(self, hosts: str, root: str = "/squall", connect_timeout: float = 10.0,
+                 session_timeout: float = 10.0, auth: str = ""):
         self.hosts = hosts
         self.root = "/" + root.strip("/") if root.strip("/") else "/squall"
         self.connect_timeout = connect_timeout
+        self.session_timeout = session_timeout
+        acl = None
+        if auth:
+            user, _, password = auth.partition(":")
+            acl = [make_digest_acl(user, password, all=True)]
         self.client = KazooClient(
             hosts=hosts,
             timeout=session_timeout,
             connection_retry=KazooRetry(max_tries=-1, max_delay=2.0),
             command_retry=KazooRetry(max_tries=5, deadline=connect_timeout, max_delay=1.0),
+            auth_data=[("digest", auth)] if auth else None,
+            default_acl=acl,
         )
+        self.session = Session.CONNECTED
+        self._listeners: list = []
         self.client.add_listener(self._on_state)
         self._started = False
 
     def _on_state(self, state: str) -> None:
-        if state == KazooState.SUSPENDED:
+        """kazoo's connection thread: log, then tell the listeners (none may block)."""
+        session = _SESSIONS[state]
+        self.session = session
+        if session is Session.SUSPENDED:
             log.warning("ZooKeeper connection to %s suspended", self.hosts)
-        elif state == KazooState.LOST:
+        elif session is Session.LOST:
             log.error("ZooKeeper session with %s lost: its ephemeral records are gone", self.hosts)
         else:
             log.info("ZooKeeper connection to %s is up", self.hosts)
+        for callback in list(self._listeners):
+            try:
+                callback(session)
+            except Exception:
+                log.exception("state session listener failed")
+
+    def add_listener(self, callback: Callable[[Session], None]) -> None:
+        self._listeners.append(callback)
 
     def start(self) -> None:
         if self._started:
@@ -65,8 +100,8 @@ class ZooKeeperStateManager(StateManager):
                 f"cannot connect to ZooKeeper at {self.hosts} within {self.connect_timeout:g}s"
             ) from e
         self._started = True
-        for kind in Kind:
-            self._call(self.client.ensure_path, self._dir(kind))
+        for folder in [kind.value for kind in Kind] + [ELECTIONS]:
+            self._call(self.client.ensure_path, f"{self.root}/{folder}")
 
     def close(self) -> None:
         if self._started:
@@ -78,7 +113,7 @@ class ZooKeeperStateManager(StateManager):
         return f"{self.root}/{kind.value}"
 
     def _path(self, kind: Kind, name: str) -> str:
-        return f"{self._dir(kind)}/{check_name(name)}"
+        return f"{self._dir(kind)}/{check_name(name, kind)}"
 
     def _call(self, func: Callable, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -125,6 +160,27 @@ class ZooKeeperStateManager(StateManager):
         except NoNodeError:
             return []
 
+    def members(self, kind: Kind, topology: str) -> list:
+        try:
+            return sorted(self._call(self.client.get_children, f"{self._dir(kind)}/{check_name(topology)}"))
+        except NoNodeError:
+            return []
+
+    def _delete_group(self, kind: Kind, topology: str) -> None:
+        try:
+            self._call(self.client.delete, f"{self._dir(kind)}/{check_name(topology)}", recursive=True)
+        except NoNodeError:
+            pass
+
+    def _delete_election(self, topology: str) -> None:
+        try:
+            self._call(self.client.delete, f"{self.root}/{ELECTIONS}/{check_name(topology)}", recursive=True)
+        except NoNodeError:
+            pass
+
+    def election(self, topology: str, identifier: str) -> Election:
+        return _ZooKeeperElection(self, f"{self.root}/{ELECTIONS}/{check_name(topology)}", identifier)
+
     def watch(self, kind: Kind, name: str, callback: Callable[[Any], None]) -> Callable[[], None]:
         path = self._path(kind, name)
         cancelled = threading.Event()
@@ -144,3 +200,91 @@ class ZooKeeperStateManager(StateManager):
 
         self.client.DataWatch(path, on_change)
         return cancelled.set
+
+
+class _ZooKeeperElection(Election):
+    """kazoo's Lock recipe, plus a lease so that a leader never outlives its leadership.
+
+    The lock is an ephemeral sequential znode: it goes when the holder's
+    session expires, and the server expires a session ``session_timeout``
+    after it last heard from it. So a holder that had an answer from the
+    server at (its) time t leads at least until t + session_timeout; the
+    lease is renewed by asking for the lock node every quarter timeout and
+    runs to three quarters of it. ``holds()`` is false while the lease has
+    run out, the connection is suspended, or the session is lost: a process
+    frozen (or cut off) longer than the timeout stops leading before another
+    candidate can start, whatever its threads see first when it resumes.
+    """
+
+    def __init__(self, manager: ZooKeeperStateManager, path: str, identifier: str):
+        self.manager = manager
+        self.path = path
+        self.identifier = identifier
+        self.lease = manager.session_timeout * 0.75
+        self._lock: Any = None
+        self._lease_until = 0.0
+        self._renewer: Optional[threading.Thread] = None
+        manager.add_listener(self._on_session)
+
+    def _on_session(self, session: Session) -> None:
+        if session is not Session.CONNECTED:
+            self._lease_until = 0.0  # renewed by the next answer, if the session survived
+
+    def acquire(self, stop: threading.Event) -> bool:
+        if self.holds():
+            return True
+        self.release()
+        lock = self._lock = self.manager.client.Lock(self.path, self.identifier)
+        done = threading.Event()
+
+        def cancel_on_stop() -> None:
+            while not done.is_set():
+                if stop.wait(0.2):
+                    lock.cancel()
+                    return
+
+        threading.Thread(target=cancel_on_stop, name="election-cancel", daemon=True).start()
+        try:
+            got = lock.acquire()
+        except CancelledError:
+            return False
+        except KazooException as e:
+            raise StateError(f"ZooKeeper at {self.manager.hosts}: election {self.path} failed: {e!r}") from e
+        finally:
+            done.set()
+        if not got:
+            return False
+        self._lease_until = time.monotonic() + self.lease  # the server answered acquire's last request just now
+        self._renewer = threading.Thread(target=self._renew, args=(lock,), name="election-lease", daemon=True)
+        self._renewer.start()
+        return True
+
+    def _renew(self, lock: Any) -> None:
+        while self._lock is lock and lock.is_acquired:
+            asked = time.monotonic()
+            try:
+                alive = self.manager.client.exists(f"{self.path}/{lock.node}") is not None
+            except KazooException:
+                alive = None  # no answer: the lease runs out by itself
+            if alive is False:
+                log.error("leadership of %s lost: its lock node is gone", self.path)
+                self._lease_until = 0.0
+                return
+            if alive and self.manager.session is Session.CONNECTED:
+                self._lease_until = asked + self.lease
+            time.sleep(self.manager.session_timeout / 4)
+
+    def holds(self) -> bool:
+        lock = self._lock
+        return (lock is not None and lock.is_acquired and self.manager.session is Session.CONNECTED
+                and time.monotonic() < self._lease_until)
+
+    def release(self) -> None:
+        lock, self._lock = self._lock, None
+        self._lease_until = 0.0
+        if lock is None:
+            return
+        try:
+            lock.release()
+        except KazooException as e:  # a lost session took the node already
+            log.info("releasing %s: %r", self.path, e)

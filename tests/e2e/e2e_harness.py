@@ -37,8 +37,8 @@ class LocalCluster:
         return self.squall(*args)
 
     def processes(self):
-        """Live processes that belong to this cluster (their command names its state root)."""
-        root = os.path.join(self.home, "state")
+        """Live processes that belong to this cluster (their command names a file of its home)."""
+        root = self.home + os.sep
         found = []
         for p in psutil.process_iter(["cmdline", "status"]):
             if p.info["status"] == psutil.STATUS_ZOMBIE:
@@ -69,6 +69,13 @@ def summed_counts(out_dir):
         with open(path) as f:
             total.update(json.load(f))
     return total
+
+
+def records_left(state, name):
+    """The kinds of state record ``name`` still has (none once it is killed or cleaned up)."""
+    from squall.state import Kind
+
+    return [k.value for k in Kind if (state.members(k, name) if k.grouped else state.get(k, name) is not None)]
 
 
 def wait_until(predicate, timeout=60.0, interval=0.2, what="condition"):

@@ -1,28 +1,34 @@
 """A topology that does not come up: submit kills what it started and names the failing process."""
 import os
 
+import pytest
+
 from squall.cli import main
-from squall.state import Kind, LocalStateManager
+from squall.state import LocalStateManager
 
-from e2e_harness import TOPOLOGIES
+from e2e_harness import TOPOLOGIES, records_left
 
 
-def test_submit_gives_up_cleans_up_and_names_the_process(cluster, capsys):
+def test_a_crash_looping_instance_fails_submit_at_once_with_its_traceback(cluster, capsys):
+    # the timeout is a minute: the submit must fail on the second crash, not wait for it
     code = main(["submit", os.path.join(TOPOLOGIES, "never_up.py"),
-                 "--config-property", "squall.submit.timeout.secs=6"])
+                 "--config-property", "squall.submit.timeout.secs=60"])
     _, err = capsys.readouterr()
     assert code == 2
-    assert "squall: error: topology 'never_up' did not come up in 6s" in err
-    assert "instance-1-broken.log failed" in err
-    assert "RuntimeError: planted: cannot reach the source system" in err
+    assert ("squall: error: topology 'never_up' did not come up: container 1's instance-1-broken exited 2 times "
+            "(last exit status 1); the end of its log (") in err
+    assert "instance-1-broken.log):\n" in err
+    assert 'raise RuntimeError("planted: cannot reach the source system")' in err
+    assert err.rstrip().endswith("RuntimeError: planted: cannot reach the source system")
     assert cluster.processes() == []
     state = LocalStateManager(os.path.join(cluster.home, "state"))
-    assert all(state.get(kind, "never_up") is None for kind in Kind)
+    assert records_left(state, "never_up") == []
     listed, _ = cluster.squall("list")
     assert listed.strip() == "no topology is running"
 
 
-def test_ctrl_c_during_submit_leaves_nothing_running(cluster):
+@pytest.mark.parametrize("signum,status", [("SIGINT", 130), ("SIGTERM", 130)])
+def test_interrupted_submit_leaves_nothing_running(cluster, signum, status):
     import signal
     import subprocess
     import sys
@@ -30,7 +36,8 @@ def test_ctrl_c_during_submit_leaves_nothing_running(cluster):
 
     squall = os.path.join(os.path.dirname(sys.executable), "squall")
     submit = subprocess.Popen(
-        [squall, "submit", os.path.join(TOPOLOGIES, "never_up.py"), "--config-property", "squall.submit.timeout.secs=60"],
+        [squall, "submit", os.path.join(TOPOLOGIES, "never_up.py"), "--config-property", "squall.submit.timeout.secs=60",
+         "--config-property", "squall.restart.backoff.secs=30"],  # one crash, then a long wait: interrupt it
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     deadline = time.monotonic() + 30
@@ -38,8 +45,8 @@ def test_ctrl_c_during_submit_leaves_nothing_running(cluster):
         time.sleep(0.1)
     assert cluster.processes(), "submit started nothing"
     time.sleep(1.0)
-    submit.send_signal(signal.SIGINT)
-    assert submit.wait(timeout=60) == 130
+    submit.send_signal(getattr(signal, signum))
+    assert submit.wait(timeout=60) == status
     assert cluster.processes() == []
     state = LocalStateManager(os.path.join(cluster.home, "state"))
-    assert all(state.get(kind, "never_up") is None for kind in Kind)
+    assert records_left(state, "never_up") == []

@@ -2,11 +2,11 @@
 import json
 import os
 
-from e2e_harness import read_counts, wait_until
+from e2e_harness import read_counts, records_left, wait_until
 
 from corpus import expected as expected_counts
 
-from squall.state import Kind, LocalStateManager
+from squall.state import LocalStateManager
 
 
 def _metrics_with_all_words(cluster, total):
@@ -59,6 +59,6 @@ def test_word_count_is_exact_and_kill_leaves_nothing(cluster, tmp_path):
     cluster.squall("kill", "wc_finite")
     assert cluster.processes() == []
     state = LocalStateManager(os.path.join(cluster.home, "state"))
-    assert all(state.get(kind, "wc_finite") is None for kind in Kind)
+    assert records_left(state, "wc_finite") == []
     assert os.path.isdir(os.path.join(run_dir, "logs")) and os.listdir(os.path.join(run_dir, "metrics"))
     cluster.squall("kill", "wc_finite", expect=2)

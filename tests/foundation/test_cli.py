@@ -98,6 +98,18 @@ def test_syntax_error_names_file_and_line(capsys, tmp_path):
     assert err == f"squall: error: topology file {path}, line 4: syntax error: invalid syntax\n"
 
 
+@pytest.mark.parametrize("body,said", [
+    ("import sys\nsys.exit(3)\n", "called sys.exit(3) while it was imported; a topology file must only build its topology"),
+    ("raise SystemExit\n", "called sys.exit(None) while it was imported; a topology file must only build its topology"),
+    ("raise KeyboardInterrupt\n", "was interrupted while it was imported"),
+])
+def test_exit_or_interrupt_at_import_is_one_line_naming_the_file(capsys, tmp_path, body, said):
+    path = topology_file(tmp_path, f"t_exit_{len(body)}", body)
+    code, _, err = run(capsys, "validate", path)
+    assert code == 2
+    assert err == f"squall: error: topology file {path} {said}\n"
+
+
 def test_validation_error_names_file_and_component(capsys, tmp_path):
     path = topology_file(tmp_path, "t_invalid", """
         b = TopologyBuilder("t")

@@ -13,7 +13,7 @@ from squall.loader import load_topology_file
 from squall.runtime.protocol import (BlockingConnection, check_hello, control_frame, data_frame,
                                      frame_dest, listen_socket, make_challenge)
 from squall.runtime.stmgr import StreamManager
-from squall.runtime.testing import hand_packing, write_state
+from squall.runtime.testing import hand_packing, state_file, write_state
 from squall.topology import encode_config
 
 
@@ -109,7 +109,7 @@ def test_instance_processes_what_is_in_its_socket_at_sigterm(tmp_path, topo_path
     log = open(tmp_path / "instance.log", "wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "squall.runtime.process", "--topology", plan.name, "--container", "1",
-         "--state-manager", "local", "--state-root", root, "--role", "instance", "--task", str(tasks["sink"]),
+         "--state", state_file(run_dir), "--role", "instance", "--task", str(tasks["sink"]),
          "--launch", str(launch)], stdout=log, stderr=subprocess.STDOUT)
     try:
         listener.settimeout(30)

@@ -2,7 +2,7 @@
 import json
 
 from squall.idl import schema
-from squall.runtime.executor import ProcessSpec, RestartPolicy, diff, wanted_processes
+from squall.runtime.executor import ProcessSpec, diff, wanted_processes
 from squall.runtime.metricsmgr import COLUMNS, row_dict
 from squall.runtime.stmgr import StreamManager
 from squall.runtime.tmaster import MetricsStore, PlanBuilder
@@ -24,11 +24,7 @@ def test_executor_diff_touches_only_the_difference():
     assert diff(after, after) == ([], [])
     assert set(wanted_processes(0, None)) == {"metricsmgr", "tmaster"}
     assert wanted_processes(0, None)["tmaster"] == ProcessSpec("tmaster", "tmaster")
-
-
-def test_restart_backoff_doubles_up_to_the_cap():
-    p = RestartPolicy(backoff=1, backoff_max=5, max_restarts=3)
-    assert [p.delay(n) for n in (1, 2, 3, 4, 10)] == [1, 2, 4, 5, 5]
+    assert set(wanted_processes(0, None, tmasters=2)) == {"metricsmgr", "tmaster-0", "tmaster-1"}
 
 
 def reg(cid, tasks, pid=10):

@@ -5,7 +5,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 
 import pytest
 
@@ -13,41 +12,15 @@ from squall.idl import schema
 from squall.state import AlreadyExists, Kind, LocalStateManager, StateError
 from squall.state.zookeeper import ZooKeeperStateManager
 
-
-def make_manager(kind, tmp_path, zookeeper_hosts, root):
-    if kind == "local":
-        return LocalStateManager(str(tmp_path / "state"), poll_interval=0.05)
-    return ZooKeeperStateManager(zookeeper_hosts, root, session_timeout=2.0)
-
-
-@pytest.fixture(params=["local", "zookeeper"])
-def manager_args(request, tmp_path):
-    hosts = request.getfixturevalue("zookeeper").hosts if request.param == "zookeeper" else None
-    return request.param, tmp_path, hosts, f"/squall-{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture
-def state(manager_args):
-    s = make_manager(*manager_args)
-    s.start()
-    yield s
-    s.close()
-
-
-def wait_for(predicate, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return predicate()
+from state_helpers import make_manager, wait_for
 
 
 def location(pid):
     return schema.TMasterLocation(topology_name="t", host="h", control_port=1, pid=pid, run_id="r")
 
 
-LAYOUT = sorted(["topologies", "packingplans", "pplans", "executionstate", "tmasters", "schedulers", "locks"])
+LAYOUT = sorted(["topologies", "packingplans", "pplans", "executionstate", "tmasters", "schedulers", "locks",
+                 "containers", "elections"])
 
 
 def test_layout_follows_the_design(state, tmp_path):
@@ -87,7 +60,7 @@ def test_corrupt_record_names_its_path(state, tmp_path):
 
 def test_ephemeral_record_vanishes_with_its_process(state, manager_args):
     code = (
-        "import sys\nsys.path.insert(0, %r)\nfrom test_state_managers import make_manager\n"
+        "import sys\nsys.path.insert(0, %r)\nfrom state_helpers import make_manager\n"
         "from squall.state import Kind\nfrom squall.idl import schema\nimport pathlib\n"
         "s = make_manager(%r, pathlib.Path(%r), %r, %r); s.start()\n"
         "s.create(Kind.TMASTER, 't', schema.TMasterLocation('t', 'h', 1, 0, 'r'))\n"

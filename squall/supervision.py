@@ -1,0 +1,63 @@
+"""One restart policy for processes (restarted by their executor) and containers
+(restarted by their scheduler): a budget of restarts within a sliding window,
+with a doubling backoff.
+
+A process that crashes once an hour is restarted for ever; one that crashes
+``squall.restart.max`` + 1 times within ``squall.restart.window.secs`` is given
+up on, and its topology fails with the reason.
+"""
+from __future__ import annotations
+
+import collections
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
+
+
+@dataclass(frozen=True)
+class RestartPolicy:
+    max_restarts: int
+    window: float
+    backoff: float
+    backoff_max: float
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> "RestartPolicy":
+        return cls(int(config["squall.restart.max"]), float(config["squall.restart.window.secs"]),
+                   float(config["squall.restart.backoff.secs"]), float(config["squall.restart.backoff.max.secs"]))
+
+    def describe(self) -> str:
+        return f"{self.max_restarts} restarts within {self.window:g}s"
+
+
+class RestartBudget:
+    """The restarts of one process or container, against a policy."""
+
+    def __init__(self, policy: RestartPolicy):
+        self.policy = policy
+        self._times: collections.deque = collections.deque()
+
+    def restarts(self, now: float) -> int:
+        """Restarts within the window ending at ``now``."""
+        while self._times and self._times[0] <= now - self.policy.window:
+            self._times.popleft()
+        return len(self._times)
+
+    def on_exit(self, now: float) -> Optional[float]:
+        """It died at ``now``: the delay before restarting it, or None when it is past its budget."""
+        used = self.restarts(now)
+        if used >= self.policy.max_restarts:
+            return None
+        self._times.append(now)
+        return min(self.policy.backoff * (2 ** used), self.policy.backoff_max)
+
+
+def log_tail(path: str, lines: int = 12) -> str:
+    """The last ``lines`` lines of a log file ("" if it cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - 64 * 1024))
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.rstrip().splitlines()[-lines:])

@@ -1,0 +1,95 @@
+"""A topology's status, read from its records: never RUNNING while a process of its plan is dead.
+
+| status | when |
+| --- | --- |
+| SUBMITTED | no physical plan yet: its containers are starting |
+| RUNNING | every container's executor and every process of the plan is alive, a topology master leads, and the physical plan is the packing plan's |
+| PAUSED | as RUNNING, deactivated |
+| DEGRADED | something is restarting or changing: a dead process or executor waiting for its restart, no leading topology master (failover), a physical plan not yet rebuilt |
+| FAILED | a process or container died past its restart budget (the reason holds the end of its log) |
+
+Liveness comes from the executors' ephemeral container records. A record
+outlives its process by up to a ZooKeeper session timeout, so on this host
+the pids are checked as well.
+"""
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import psutil
+
+from squall.idl import schema
+from squall.state.base import Kind, StateManager, member
+
+SUBMITTED, RUNNING, PAUSED, DEGRADED, FAILED = "SUBMITTED", "RUNNING", "PAUSED", "DEGRADED", "FAILED"
+
+
+@dataclass(frozen=True)
+class TopologyHealth:
+    status: str
+    reasons: tuple = field(default_factory=tuple)  # why it is not RUNNING/PAUSED, one item each
+    crashed: tuple = field(default_factory=tuple)  # (container, ProcessStatus) of processes that exited
+
+    @property
+    def up(self) -> bool:
+        return self.status in (RUNNING, PAUSED)
+
+
+def alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+        return False
+
+
+def topology_health(state: StateManager, name: str, execution: Optional[Any] = None) -> TopologyHealth:
+    """The status of running topology ``name`` (its execution state must exist)."""
+    execution = execution or state.get(Kind.EXECUTION_STATE, name)
+    plan = state.get(Kind.PACKING_PLAN, name)
+    location = state.get(Kind.SCHEDULER, name)
+    pplan = state.get(Kind.PHYSICAL_PLAN, name)
+    leader = state.get(Kind.TMASTER, name)
+    records = {}
+    for m in state.members(Kind.CONTAINER, name):
+        record = state.get(Kind.CONTAINER, member(name, m))
+        if record is not None:
+            records[record.container] = record
+    here = socket.gethostname()
+    failures, problems, crashed = [], [], []
+    if location is not None and location.failure:
+        failures.append(location.failure)
+    if location is not None and location.supervisor_pid and location.host == here \
+            and not alive(location.supervisor_pid):
+        problems.append(f"its supervisor (pid {location.supervisor_pid}) is gone: dead containers are not restarted")
+    containers = [0] + sorted(c.id for c in plan.containers) if plan is not None else [0]
+    for cid in containers:
+        record = records.get(cid)
+        if record is None or (record.host == here and not alive(record.executor_pid)):
+            problems.append(f"container {cid}: its executor is not running")
+            continue
+        for p in record.processes:
+            if p.crashes:
+                crashed.append((cid, p))
+            if p.failure:
+                failures.append(p.failure)
+            elif not p.pid or (record.host == here and not alive(p.pid)):
+                problems.append(f"container {cid}: {p.name} is down, restarting "
+                                f"({p.restarts} restarts within the window)")
+    if leader is None:
+        problems.append("no topology master leads (it is starting, or failing over)")
+    if failures:
+        status = FAILED
+    elif pplan is None:
+        status = SUBMITTED
+    else:
+        if plan is not None and pplan.packing_plan_id != plan.id:
+            problems.append(f"the physical plan is not yet rebuilt for packing plan {plan.id}")
+        elif leader is not None and pplan.tmaster != leader:
+            problems.append("the new topology master is rebuilding the physical plan")
+        if problems:
+            status = DEGRADED
+        else:
+            status = PAUSED if execution.status == schema.TopologyStatus.PAUSED else RUNNING
+    return TopologyHealth(status, tuple(failures + problems), tuple(crashed))
