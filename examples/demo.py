@@ -33,11 +33,16 @@ def squall(*args: str, check: bool = True, quiet: bool = False) -> subprocess.Co
 
 
 def live_view(seconds: float) -> None:
-    from squall.runtime.cli import format_metrics
-    from squall.runtime.client import query_metrics
     from squall.state import open_state_manager
 
-    state = open_state_manager()
+    with open_state_manager() as state:
+        _live_view(state, seconds)
+
+
+def _live_view(state: object, seconds: float) -> None:
+    from squall.runtime.cli import format_metrics
+    from squall.runtime.client import query_metrics
+
     tty = sys.stdout.isatty()
     start = time.monotonic()
     shown_lines = 0

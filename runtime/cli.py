@@ -21,9 +21,9 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     from squall.runtime.client import query_metrics
     from squall.state.status import topology_health
 
-    state = open_state_manager(args.config_path)
-    metrics = query_metrics(state, args.name)
-    health = topology_health(state, args.name)
+    with open_state_manager(args.config_path) as state:
+        metrics = query_metrics(state, args.name)
+        health = topology_health(state, args.name)
     if args.json:
         print_json({**metrics, "status": health.status, "reasons": list(health.reasons)})
         return 0

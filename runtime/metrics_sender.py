@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import socket
 from typing import Any, Optional
 
 from squall.idl import schema
@@ -110,6 +111,9 @@ class BlockingMetricsSender:
         if not port:
             return
         self.backlog.add(row)
+        if self.conn is not None and _closed_by_peer(self.conn.sock):
+            self.conn.close()  # a write to it would vanish: the kernel takes one after the peer is gone
+            self.conn = None
         try:
             if self.conn is None:
                 self.conn = BlockingConnection.connect(
@@ -122,3 +126,13 @@ class BlockingMetricsSender:
             if self.conn is not None:
                 self.conn.close()
             self.conn = None
+
+
+def _closed_by_peer(sock: Any) -> bool:
+    """The metrics manager never writes to a sender: anything to read means it closed or died."""
+    try:
+        return sock.recv(1, socket.MSG_DONTWAIT | socket.MSG_PEEK) == b""
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError:
+        return True

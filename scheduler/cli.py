@@ -45,13 +45,13 @@ def register(sub: Any) -> None:
         p = sub.add_parser(name, help=text)
         p.add_argument("name", help="topology name")
         _state_options(p)
-        p.set_defaults(func=func)
+        p.set_defaults(func=with_state(func))
 
     p = sub.add_parser("restart", help="restart a topology's containers")
     p.add_argument("name", help="topology name")
     p.add_argument("--container", type=int, help="only this container (default: all)")
     _state_options(p)
-    p.set_defaults(func=cmd_restart)
+    p.set_defaults(func=with_state(cmd_restart))
 
     p = sub.add_parser("update", help="change components' parallelism of a running topology")
     p.add_argument("name", help="topology name")
@@ -61,18 +61,18 @@ def register(sub: Any) -> None:
     )
     _state_options(p)
     add_json_option(p)
-    p.set_defaults(func=cmd_update)
+    p.set_defaults(func=with_state(cmd_update))
 
     p = sub.add_parser("list", help="running topologies")
     _state_options(p)
     add_json_option(p)
-    p.set_defaults(func=cmd_list)
+    p.set_defaults(func=with_state(cmd_list))
 
     p = sub.add_parser("show", help="status, packing plan and physical plan of a topology")
     p.add_argument("name", help="topology name")
     _state_options(p)
     add_json_option(p)
-    p.set_defaults(func=cmd_show)
+    p.set_defaults(func=with_state(cmd_show))
 
     p = sub.add_parser("logs", help="print (or follow) a topology's process logs")
     p.add_argument("name", help="topology name")
@@ -80,15 +80,22 @@ def register(sub: Any) -> None:
     p.add_argument("--task", type=int, help="only this task id")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing what is appended")
     _state_options(p)
-    p.set_defaults(func=cmd_logs)
+    p.set_defaults(func=with_state(cmd_logs))
 
 
 def _state_options(parser: argparse.ArgumentParser) -> None:
     add_config_path_option(parser)
 
 
-def open_state(args: argparse.Namespace) -> StateManager:
-    return open_state_manager(getattr(args, "config_path", None))
+def with_state(command: Any) -> Any:
+    """``command(args, state)`` as a CLI function: the configured state manager, closed afterwards
+    (a ZooKeeper session left open per command would pile up on the server)."""
+
+    def run(args: argparse.Namespace) -> int:
+        with open_state_manager(getattr(args, "config_path", None)) as state:
+            return command(args, state)
+
+    return run
 
 
 # ------------------------------------------------------------------ submit
@@ -105,12 +112,12 @@ def cmd_submit(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         execution = launcher.submit(plan, state, base, cluster=args.cluster, progress=_progress_printer())
+        packing = state.get(Kind.PACKING_PLAN, plan.name)
     finally:
         signal.signal(signal.SIGTERM, previous)
         state.close()
         if sys.stderr.isatty():
             sys.stderr.write("\n")
-    packing = state.get(Kind.PACKING_PLAN, plan.name)
     instances = sum(len(c.instances) for c in packing.containers)
     print(f"topology {plan.name!r} is running: {instances} instances in {len(packing.containers)} "
           f"containers (+ topology master)")
@@ -140,45 +147,41 @@ def _progress_printer() -> Any:
 
 
 # ------------------------------------------------------------------- control
-def cmd_kill(args: argparse.Namespace) -> int:
-    state = open_state(args)
+def cmd_kill(args: argparse.Namespace, state: StateManager) -> int:
     execution = manager.kill(state, args.name)
     print(f"killed topology {args.name!r}; its logs and metrics stay in {execution.run_dir}")
     return 0
 
 
-def _set_status(args: argparse.Namespace, status: int, word: str) -> int:
-    state = open_state(args)
+def _set_status(args: argparse.Namespace, state: StateManager, status: int, word: str) -> int:
     if not manager.set_status(state, args.name, status):
         raise SquallError(f"topology {args.name!r} did not confirm it is {word} (is its topology master up?)")
     print(f"topology {args.name!r} is {word}")
     return 0
 
 
-def cmd_activate(args: argparse.Namespace) -> int:
-    return _set_status(args, schema.TopologyStatus.RUNNING, "active")
+def cmd_activate(args: argparse.Namespace, state: StateManager) -> int:
+    return _set_status(args, state, schema.TopologyStatus.RUNNING, "active")
 
 
-def cmd_deactivate(args: argparse.Namespace) -> int:
-    return _set_status(args, schema.TopologyStatus.PAUSED, "deactivated")
+def cmd_deactivate(args: argparse.Namespace, state: StateManager) -> int:
+    return _set_status(args, state, schema.TopologyStatus.PAUSED, "deactivated")
 
 
-def cmd_restart(args: argparse.Namespace) -> int:
-    state = open_state(args)
+def cmd_restart(args: argparse.Namespace, state: StateManager) -> int:
     manager.restart(state, args.name, args.container)
     what = "all containers" if args.container is None else f"container {args.container}"
     print(f"restarted {what} of topology {args.name!r}")
     return 0
 
 
-def cmd_update(args: argparse.Namespace) -> int:
+def cmd_update(args: argparse.Namespace, state: StateManager) -> int:
     parallelism = {}
     for text in args.component_parallelism:
         component, sep, value = text.partition("=")
         if not sep or not value.strip().lstrip("-").isdigit():
             raise SquallError(f"--component-parallelism {text!r}: expected COMPONENT=N")
         parallelism[component.strip()] = int(value)
-    state = open_state(args)
     diff = manager.update(state, args.name, parallelism, base_config(args.config_path))
     changes = {k: [f"{i.component}:{i.task_id}" for i in getattr(diff, k)] for k in ("added", "removed", "moved")}
     if args.json:
@@ -188,8 +191,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_clean(args: argparse.Namespace) -> int:
-    state = open_state(args)
+def cmd_clean(args: argparse.Namespace, state: StateManager) -> int:
     if state.get(Kind.EXECUTION_STATE, args.name) is not None:
         raise SquallError(f"topology {args.name!r} is running; kill it before cleaning its runs")
     home = launcher.topology_home(args.name)
@@ -201,8 +203,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 
 # -------------------------------------------------------------------- views
-def cmd_list(args: argparse.Namespace) -> int:
-    state = open_state(args)
+def cmd_list(args: argparse.Namespace, state: StateManager) -> int:
     rows = []
     for name in state.names(Kind.EXECUTION_STATE):
         execution = state.get(Kind.EXECUTION_STATE, name)
@@ -277,8 +278,8 @@ def show_data(state: StateManager, name: str) -> dict:
     }
 
 
-def cmd_show(args: argparse.Namespace) -> int:
-    data = show_data(open_state(args), args.name)
+def cmd_show(args: argparse.Namespace, state: StateManager) -> int:
+    data = show_data(state, args.name)
     if args.json:
         print_json(data)
         return 0
@@ -305,8 +306,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_logs(args: argparse.Namespace) -> int:
-    state = open_state(args)
+def cmd_logs(args: argparse.Namespace, state: StateManager) -> int:
     execution = state.get(Kind.EXECUTION_STATE, args.name)
     if execution is not None:
         run_dir = execution.run_dir

@@ -10,6 +10,7 @@ from squall.logical import find_component
 from squall.packing import repack, with_parallelism
 from squall.scheduler.launcher import make_scheduler, registered_instances
 from squall.state import AlreadyExists, Kind, StateManager
+from squall.state.status import topology_health
 
 
 class NotRunning(SquallError):
@@ -69,10 +70,18 @@ def set_status(state: StateManager, name: str, status: int, timeout: float = 15.
     return False
 
 
-def restart(state: StateManager, name: str, container: Optional[int] = None) -> None:
+def restart(state: StateManager, name: str, container: Optional[int] = None, timeout: float = 60.0) -> None:
+    """Replace the executor (and so every process) of one container or all; wait until it is up again."""
     execution = running(state, name)
     with _Locked(state, name):
         make_scheduler(execution.cluster, state).on_restart(execution, container)
+    deadline = time.monotonic() + timeout
+    while not topology_health(state, name).up:
+        if time.monotonic() > deadline:
+            health = topology_health(state, name)
+            raise SquallError(f"topology {name!r} is {health.status} {timeout:g}s after the restart: "
+                              f"{'; '.join(health.reasons)}")
+        time.sleep(0.2)
 
 
 def update(

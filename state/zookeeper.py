@@ -67,13 +67,15 @@ class ZooKeeperStateManager(StateManager):
         )
         self.session = Session.CONNECTED
         self._listeners: list = []
-        self.client.add_listener(self._on_state)
         self._started = False
+        self.client.add_listener(self._on_state)
 
     def _on_state(self, state: str) -> None:
         """kazoo's connection thread: log, then tell the listeners (none may block)."""
         session = _SESSIONS[state]
         self.session = session
+        if not self._started:  # closing: kazoo reports its own stop as LOST
+            return
         if session is Session.SUSPENDED:
             log.warning("ZooKeeper connection to %s suspended", self.hosts)
         elif session is Session.LOST:

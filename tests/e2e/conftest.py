@@ -1,2 +1,2 @@
-"""The ``cluster`` fixture (see e2e_harness.py)."""
-from e2e_harness import cluster  # noqa: F401
+"""The ``cluster`` and ``zk_cluster`` fixtures (see e2e_harness.py)."""
+from e2e_harness import cluster, zk_cluster  # noqa: F401

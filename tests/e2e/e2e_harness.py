@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import time
+import uuid
 from collections import Counter
 
 import psutil
@@ -20,12 +21,22 @@ sys.path.insert(0, TOPOLOGIES)  # shared helpers of the test topologies (corpus.
 
 
 class LocalCluster:
+    """The embedded default: the local scheduler and the local state manager under ``home``."""
+
     def __init__(self, home, capsys):
         self.home = str(home)
         self.capsys = capsys
 
+    def command_options(self):
+        return []
+
+    def state(self):
+        from squall.state import LocalStateManager
+
+        return LocalStateManager(os.path.join(self.home, "state"))
+
     def squall(self, *argv, expect=0):
-        code = main(list(argv))
+        code = main(list(argv) + self.command_options())
         out, err = self.capsys.readouterr()
         assert code == expect, f"squall {' '.join(argv)} exited {code}:\n{out}\n{err}"
         return out, err
@@ -88,11 +99,32 @@ def wait_until(predicate, timeout=60.0, interval=0.2, what="condition"):
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
-@pytest.fixture
-def cluster(tmp_path, monkeypatch, capsys):
-    home = tmp_path / "home"
-    monkeypatch.setenv("SQUALL_HOME", str(home))
-    c = LocalCluster(home, capsys)
+class ZooKeeperCluster(LocalCluster):
+    """The local scheduler with its state in ZooKeeper, as an operator's cluster file sets it:
+    every command gets ``--config-path``; runtime processes find the state from the run's state file."""
+
+    AUTH = "squall:e2e-credential"
+
+    def __init__(self, home, capsys, zookeeper, config_dir):
+        super().__init__(home, capsys)
+        self.hosts = zookeeper.hosts
+        self.root = f"/squall-{uuid.uuid4().hex[:8]}"
+        self.config_path = os.path.join(str(config_dir), "cluster.yaml")
+        with open(self.config_path, "w") as f:
+            f.write(f"squall.state.manager: zookeeper\nsquall.state.zookeeper.connect: '{self.hosts}'\n"
+                    f"squall.state.root: '{self.root}'\nsquall.state.zookeeper.auth: '{self.AUTH}'\n"
+                    "squall.state.zookeeper.session.timeout.secs: 4\n")
+
+    def command_options(self):
+        return ["--config-path", self.config_path]
+
+    def state(self):
+        from squall.state import open_state_manager
+
+        return open_state_manager(self.config_path)
+
+
+def _cluster(c):
     yield c
     leftovers = c.processes()
     for p in leftovers:
@@ -101,3 +133,17 @@ def cluster(tmp_path, monkeypatch, capsys):
         except psutil.NoSuchProcess:
             pass
     assert not leftovers, f"processes left running: {[p.info['cmdline'] for p in leftovers]}"
+
+
+@pytest.fixture
+def cluster(tmp_path, monkeypatch, capsys):
+    home = tmp_path / "home"
+    monkeypatch.setenv("SQUALL_HOME", str(home))
+    yield from _cluster(LocalCluster(home, capsys))
+
+
+@pytest.fixture
+def zk_cluster(tmp_path, monkeypatch, capsys, zookeeper):
+    home = tmp_path / "home"
+    monkeypatch.setenv("SQUALL_HOME", str(home))
+    yield from _cluster(ZooKeeperCluster(home, capsys, zookeeper, tmp_path))

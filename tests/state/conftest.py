@@ -1,19 +1,9 @@
-"""A real ZooKeeper server for the state tests, started once per session; each test's manager(s)."""
+"""Each state test's manager(s): local, and ZooKeeper on the session's real server (tests/conftest.py)."""
 import uuid
 
 import pytest
 
-from squall.state.zkserver import ZooKeeperServer
-
 from state_helpers import make_manager
-
-
-@pytest.fixture(scope="session")
-def zookeeper():
-    server = ZooKeeperServer()
-    server.start()
-    yield server
-    server.close()
 
 
 @pytest.fixture(params=["local", "zookeeper"])
