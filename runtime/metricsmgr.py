@@ -226,7 +226,9 @@ class MetricsManager:
         server = await self.loop.create_server(
             lambda: Connection(self, self.env.name, self.env.secret, True, self.env.max_frame), sock=listener)
         call = self.loop.call_soon_threadsafe
-        cancel = self.env.state.watch(Kind.PACKING_PLAN, self.env.name, lambda p: call(self.set_packing, p))
+        # registering a ZooKeeper watch reads the node: not on the loop
+        cancel = await asyncio.to_thread(self.env.state.watch, Kind.PACKING_PLAN, self.env.name,
+                                         lambda p: call(self.set_packing, p))
         bucket = float(self.env.config["topology.builtin.metrics.bucket.size.secs"])
         log.info("metrics manager of container %d writing %s every %.1fs", self.container, self.path, bucket)
         try:

@@ -338,9 +338,10 @@ class TMaster:
         await asyncio.to_thread(env.state.put, Kind.TMASTER, env.name, location)
         self.builder = PlanBuilder(env.name, location, packing, execution.status)
         call = self.loop.call_soon_threadsafe
+        watch = env.state.watch  # registering a ZooKeeper watch reads the node: not on the loop
         cancels = [
-            env.state.watch(Kind.PACKING_PLAN, env.name, lambda p: call(self.on_packing, p)),
-            env.state.watch(Kind.EXECUTION_STATE, env.name, lambda e: call(self.on_execution, e)),
+            await asyncio.to_thread(watch, Kind.PACKING_PLAN, env.name, lambda p: call(self.on_packing, p)),
+            await asyncio.to_thread(watch, Kind.EXECUTION_STATE, env.name, lambda e: call(self.on_execution, e)),
         ]
         tasks = [self.loop.create_task(t) for t in (self.check_heartbeats(), self.write_state(),
                                                      self.watch_lease())]
