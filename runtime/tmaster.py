@@ -157,11 +157,14 @@ class TMaster:
     (``squall.tmaster.candidates`` of them run in container 0). The leader
     writes its location (``tmasters/<topology>``), accepts registrations and
     publishes the physical plan; the others wait. A leader checks
-    ``Election.holds()`` before every leader-only action and every
-    ``LEASE_CHECK_SECS``; the moment it fails (session suspended past its
-    lease, or lost) it stops serving: it closes every connection and competes
-    again. Its state I/O runs in worker threads: the loop never waits on
-    ZooKeeper.
+    ``Election.holds()`` before every leader-only action (publishing,
+    writing): while it is cut off from the state manager it serves its
+    connections but publishes nothing, and publishes what it held back once
+    its leadership is confirmed. Every ``LEASE_CHECK_SECS`` and on each frame
+    it checks ``Election.ended()``: the moment its lease has run out or its
+    session is lost, it stops serving (closes every connection, writes
+    nothing) and competes again. Its state I/O runs in worker threads: the
+    loop never waits on ZooKeeper.
     """
 
     LEASE_CHECK_SECS = 0.2
@@ -181,9 +184,11 @@ class TMaster:
         self.election: Any = None
         self.hb_timeout = float(env.config["squall.heartbeat.timeout.secs"])
         self._writes: Optional[asyncio.Queue] = None
+        self.unpublished = False  # a plan change came while leadership was unconfirmed
 
     def leading(self) -> bool:
-        return self.builder is not None and not self.resigned.is_set() and self.election.holds()
+        """In a term: connections are served (leader-only work also needs ``election.holds()``)."""
+        return self.builder is not None and not self.resigned.is_set()
 
     # connection handler ------------------------------------------------------------
     def accept(self, conn: Connection, hello: Any) -> bool:
@@ -209,14 +214,14 @@ class TMaster:
     def lost(self, conn: Connection) -> None:
         self.conns.discard(conn)
         self.last_seen.pop(conn, None)
-        if conn.tag and conn.tag[0] == "stmgr" and self.stmgrs.get(conn.tag[1]) is conn:
+        if self.leading() and conn.tag and conn.tag[0] == "stmgr" and self.stmgrs.get(conn.tag[1]) is conn:
             del self.stmgrs[conn.tag[1]]
             self.builder.unregister(conn.tag[1])
             log.warning("stream manager of container %d disconnected", conn.tag[1])
 
     def frames(self, conn: Connection, frames: list) -> None:
-        if not self.leading():
-            self.step_down("leadership expired")
+        if not self.leading() or self.election.ended():
+            self.step_down("leadership ended")
             return
         self.last_seen[conn] = time.monotonic()
         for f in frames:
@@ -254,9 +259,10 @@ class TMaster:
     def publish(self, force: bool = False) -> None:
         from squall.state import Kind
 
-        if not self.leading():
-            self.step_down("leadership expired")
+        if not self.election.holds():  # suspended: published once leadership is confirmed again
+            self.unpublished = True
             return
+        self.unpublished = False
         pplan = self.builder.build()
         if pplan is None:
             log.info("waiting for %s", self.builder.missing())
@@ -275,7 +281,7 @@ class TMaster:
         """The one writer of this leader's records, in order, each only while it still leads."""
         while True:
             kind, value = await self._writes.get()
-            if not self.leading():
+            if not self.election.holds():
                 continue
             try:
                 await asyncio.to_thread(self.env.state.put, kind, self.env.name, value)
@@ -312,14 +318,17 @@ class TMaster:
             return
         self.resigned.set()
         log.warning("stopped leading (%s): closing %d connections", why, len(self.conns))
+        self.stmgrs.clear()
         for conn in list(self.conns):
             conn.close()
 
     async def watch_lease(self) -> None:
         while not self.resigned.is_set():
-            if not self.election.holds():
-                self.step_down("leadership expired: cut off from the state manager")
+            if self.election.ended():
+                self.step_down("leadership ended: cut off from the state manager past its lease, or session lost")
                 return
+            if self.unpublished and self.election.holds():
+                self.publish()
             await asyncio.sleep(self.LEASE_CHECK_SECS)
 
     async def lead(self, location: Any) -> None:
@@ -405,11 +414,11 @@ class TMaster:
                 if not await asyncio.to_thread(self.election.acquire, self.stopping):
                     break
                 await self.lead(location)
-                self.election.release()
+                await asyncio.to_thread(self.election.release)
         finally:
             reporter.cancel()
             server.close()
-            self.election.release()
+            await asyncio.to_thread(self.election.release)
 
     def stop(self) -> None:
         self.stopping.set()

@@ -79,7 +79,16 @@ class Election(ABC):
 
     @abstractmethod
     def holds(self) -> bool:
-        """Leadership is still this candidate's."""
+        """Leadership is this candidate's now: leader-only work may be done."""
+
+    def ended(self) -> bool:
+        """Leadership may have passed to another candidate: stop serving and compete again.
+
+        ``holds()`` can be false for a while without this (cut off from the
+        state manager, the session maybe alive): the leader then pauses its
+        leader-only work and resumes if its leadership is confirmed.
+        """
+        return not self.holds()
 
     @abstractmethod
     def release(self) -> None:

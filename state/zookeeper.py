@@ -213,9 +213,11 @@ class _ZooKeeperElection(Election):
     server at (its) time t leads at least until t + session_timeout; the
     lease is renewed by asking for the lock node every quarter timeout and
     runs to three quarters of it. ``holds()`` is false while the lease has
-    run out, the connection is suspended, or the session is lost: a process
-    frozen (or cut off) longer than the timeout stops leading before another
-    candidate can start, whatever its threads see first when it resumes.
+    run out, the connection is suspended, or the session is lost; ``ended()``
+    once the lease has run out or the session is lost (a suspended leader
+    pauses, and goes on if the session survives). A process frozen (or cut
+    off) longer than the timeout stops leading before another candidate can
+    start, whatever its threads see first when it resumes.
     """
 
     def __init__(self, manager: ZooKeeperStateManager, path: str, identifier: str):
@@ -229,8 +231,8 @@ class _ZooKeeperElection(Election):
         manager.add_listener(self._on_session)
 
     def _on_session(self, session: Session) -> None:
-        if session is not Session.CONNECTED:
-            self._lease_until = 0.0  # renewed by the next answer, if the session survived
+        if session is Session.LOST:
+            self._lease_until = 0.0
 
     def acquire(self, stop: threading.Event) -> bool:
         if self.holds():
@@ -277,9 +279,11 @@ class _ZooKeeperElection(Election):
             time.sleep(self.manager.session_timeout / 4)
 
     def holds(self) -> bool:
+        return self.manager.session is Session.CONNECTED and not self.ended()
+
+    def ended(self) -> bool:
         lock = self._lock
-        return (lock is not None and lock.is_acquired and self.manager.session is Session.CONNECTED
-                and time.monotonic() < self._lease_until)
+        return lock is None or not lock.is_acquired or time.monotonic() >= self._lease_until
 
     def release(self) -> None:
         lock, self._lock = self._lock, None
