@@ -12,6 +12,7 @@ sustains it is at least 2, and a recommendation of at most 4 is at most twice th
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -41,8 +42,14 @@ def test_applied_report_sustains_its_target(cluster, spark, tmp_path, case, basi
         assert rec["recommended_parallelism"] <= 2 * (1 + 1), rec["parallelism_formula"]
         assert rec["recommended_parallelism"] * rec["capacity_per_instance"] >= case.target * 1.2
 
+        out, _ = cluster.squall("update", case.topology, "--from-report", loop.report_dir, "--dry-run")
+        assert f"  {case.bolt:<16} parallelism  1 -> {rec['recommended_parallelism']}\n" in out
+        assert "dry run: nothing applied" in out.splitlines()
+        shown = json.loads(cluster.squall("show", case.topology, "--json")[0])
+        assert sum(i["component"] == case.bolt for c in shown["packing_plan"]["containers"]
+                   for i in c["instances"]) == 1
+
         apply_and_measure(cluster.squall, loop, case)
-        out, _ = cluster.capsys.readouterr()
         assert loop.spout_after >= 0.9 * case.target, f"the spout emitted {loop.spout_after:.0f} tuples/s"
         assert loop.after >= 0.9 * case.target, (
             f"{case.bolt} carried {loop.after:.0f} of {case.target:g} tuples/s at parallelism "
