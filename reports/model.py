@@ -114,7 +114,7 @@ def capacity(load: Load, cores: float, at_allocation: bool, shared: bool) -> tup
     tie = abs(wait - compute) <= TIE * value
     if shared:
         basis = "host share"
-    elif compute < wait and not tie or tie and at_allocation:
+    elif (compute < wait and not tie) or (tie and at_allocation):
         basis = "compute"
     else:
         basis = "waiting"

@@ -12,7 +12,7 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 TOPOLOGIES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "topologies")
 SPOUT = "source"  # the paced spout of every topology here
