@@ -1,29 +1,15 @@
-"""Capacity analysis: provisioning, skew and recommendations from aggregated metrics.
+"""Capacity analysis: the components and instances tables and the terminal summary.
 
-Pure functions of the aggregates (no Spark). Every recommendation carries the
-figures it rests on and the formula as text; docs/reports.md states them.
+Pure functions of the aggregates (no Spark); ``recommend`` makes the
+recommendations and ``model`` holds the per-instance model.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
-from squall.reports.inputs import Targets
-from squall.reports.metrics import Aggregates
-
-EPSILON = 1e-9
-
-
-@dataclass(frozen=True)
-class Policy:
-    """How recommendations are made."""
-
-    headroom: float = 0.2  # spare throughput over the target, as a fraction
-    margin: float = 0.2  # spare cpu/ram over the observed p95, as a fraction
-    skew_threshold: float = 1.5  # hottest task / mean task rate that counts as skew
-    cpu_step: float = 0.05  # cores
-    ram_step_mb: int = 16
+from squall.reports import model
+from squall.reports.metrics import Aggregates, Thresholds
+from squall.reports.model import Host, Load
 
 
 def provisioning_pct(requested: Optional[float], used: Optional[float]) -> Optional[float]:
@@ -33,33 +19,32 @@ def provisioning_pct(requested: Optional[float], used: Optional[float]) -> Optio
     return 100.0 * (requested - used) / requested
 
 
-def recommended_parallelism(target: float, capacity: float, headroom: float) -> int:
-    """``ceil(target * (1 + headroom) / capacity)``, at least 1."""
-    return max(1, math.ceil(target * (1.0 + headroom) / capacity - EPSILON))
-
-
-def round_up(value: float, step: float) -> float:
-    return math.ceil(value / step - EPSILON) * step
-
-
-def component_table(agg: Aggregates) -> list:
-    """One row per component: throughput, latency, cpu and memory versus requested, skew."""
+def component_table(agg: Aggregates, hosts: Mapping[str, Host], thresholds: Thresholds) -> list:
+    """One row per component: throughput, latency, cpu and memory versus requested, the
+    model's figures (busy, service time, cpu per tuple), Dhalion's symptoms, skew."""
     by_component: dict = {}
     for inst in agg.instances:
         by_component.setdefault(inst["component"], []).append(inst)
+    spout_bp = spout_backpressure_pct(agg)
     out = []
     for c in sorted(agg.components, key=lambda c: (agg.kinds.get(c["component"]) == "daemon", c["component"])):
         name = c["component"]
+        kind = agg.kinds.get(name, "bolt")
         insts = by_component.get(name, [])
         cpu_req = c["cpu_requested"]
         ram_req = c["ram_requested_mb"]
         cpu_p95 = _cores(c["cpu_p95"])
         rss_p95 = c["rss_p95"]
         skew, hot = skew_of(insts)
+        load = Load.of(kind, c) if kind != "daemon" else None
+        found = []
+        if load is not None:
+            cores = model.allocation(load, hosts.get(c["host"])).cores
+            found = model.symptoms(load, cores, spout_bp, thresholds)
         out.append(
             {
                 "component": name,
-                "kind": agg.kinds.get(name, "bolt"),
+                "kind": kind,
                 "instances": len(insts),
                 "throughput_p50": c.get("throughput_p50"),
                 "throughput_p95": c.get("throughput_p95"),
@@ -69,6 +54,13 @@ def component_table(agg: Aggregates) -> list:
                 "instance_rate_max": c["rate_max"],
                 "latency_mean_ms": c["latency_mean_ms"],
                 "latency_p95_ms": c["latency_p95_ms"],
+                "busy_pct": _pct(load.busy if load else None),
+                "service_ms": _ms(load.service_secs if load else None),
+                "cpu_per_tuple_ms": _ms(load.cpu_per_tuple if load else None),
+                "tuples_held": load.held if load else None,
+                "queue_depth_max": c["queue_depth_max"],
+                "symptoms": "; ".join(found),
+                "saturated": bool(found),
                 "cpu_p50_cores": _cores(c["cpu_p50"]),
                 "cpu_p95_cores": cpu_p95,
                 "cpu_max_cores": _cores(c["cpu_max"]),
@@ -105,6 +97,7 @@ def instance_table(agg: Aggregates) -> list:
                 "rate_max": i["rate_max"],
                 "rate_mean": i["rate_mean"],
                 "latency_mean_ms": i["latency_mean_ms"],
+                "busy_pct": _pct(i["busy_p50"]),
                 "cpu_p50_cores": _cores(i["cpu_p50"]),
                 "cpu_p95_cores": cpu_p95,
                 "cpu_max_cores": _cores(i["cpu_max"]),
@@ -119,6 +112,15 @@ def instance_table(agg: Aggregates) -> list:
             }
         )
     return out
+
+
+def host_table(hosts: Mapping[str, Host]) -> list:
+    """Every host of the run: its cores and what the run's own processes used of them."""
+    return [
+        {"host": h.name, "cores": h.cores, "cores_used_mean": h.cores_used_mean,
+         "used_pct": _pct(h.cores_used_mean / h.cores) if h.cores else None, "oversubscribed": h.oversubscribed}
+        for h in sorted(hosts.values(), key=lambda h: h.name)
+    ]
 
 
 def skew_of(instances: list) -> tuple:
@@ -136,118 +138,47 @@ def skew_of(instances: list) -> tuple:
     return hot["rate_mean"] / mean, hot["task_id"]
 
 
-def recommendations(agg: Aggregates, components: list, targets: Targets, policy: Policy,
-                    groupings: Optional[dict] = None) -> list:
-    """Parallelism and per-instance cpu/ram for every spout and bolt, with their grounds."""
-    stats = {c["component"]: c for c in agg.components}
-    spout_mean = sum(stats[c["component"]].get("throughput_mean") or 0.0
-                     for c in components if c["kind"] == "spout")
-    out = []
-    for row in components:
-        if row["kind"] == "daemon":
-            continue
-        name = row["component"]
-        s = stats[name]
-        capacity, basis = instance_capacity(s)
-        target, target_basis = component_target(name, s, targets, spout_mean)
-        notes = []
-        if capacity is None or not capacity > 0:
-            parallelism = row["instances"]
-            formula = "no load observed: parallelism kept"
-        else:
-            parallelism = recommended_parallelism(target, capacity, policy.headroom)
-            formula = (f"ceil({_num(target)} × {1 + policy.headroom:g} / {_num(capacity)}) = {parallelism}")
-        if row["skew"] is not None and row["skew"] >= policy.skew_threshold:
-            grouping = (groupings or {}).get(name)
-            notes.append(
-                f"skew {row['skew']:.2f}: task {row['hot_task']} is hot"
-                + (f" ({grouping}); more tasks may not relieve a hot key" if grouping else
-                   "; with fields grouping a hot key limits what more tasks can do")
-            )
-        cpu_cap = max(1.0, row["cpu_max_cores"] or 0.0)
-        cpu = None
-        if row["cpu_p95_cores"] is not None:
-            cpu = min(cpu_cap, max(policy.cpu_step, round_up(row["cpu_p95_cores"] * (1 + policy.margin),
-                                                             policy.cpu_step)))
-            cpu = round(cpu, 4)
-        ram = None
-        if row["ram_p95_mb"] is not None:
-            ram = int(max(policy.ram_step_mb, round_up(row["ram_p95_mb"] * (1 + policy.margin), policy.ram_step_mb)))
-        out.append(
-            {
-                "component": name,
-                "kind": row["kind"],
-                "parallelism": row["instances"],
-                "target_rate": target,
-                "target_basis": target_basis,
-                "capacity_per_instance": capacity,
-                "capacity_basis": basis,
-                "headroom_pct": 100.0 * policy.headroom,
-                "recommended_parallelism": parallelism,
-                "parallelism_formula": formula,
-                "cpu_p95_cores": row["cpu_p95_cores"],
-                "recommended_cpu_cores": cpu,
-                "cpu_formula": (f"min({cpu_cap:g}, ceil({row['cpu_p95_cores']:.3f} × {1 + policy.margin:g} "
-                                f"to {policy.cpu_step:g})) = {cpu:g}") if cpu is not None else "",
-                "ram_p95_mb": row["ram_p95_mb"],
-                "recommended_ram_mb": ram,
-                "ram_formula": (f"ceil({row['ram_p95_mb']:.1f} × {1 + policy.margin:g} to {policy.ram_step_mb}) = {ram}"
-                                if ram is not None else ""),
-                "notes": "; ".join(notes),
-            }
-        )
-    return out
-
-
-def instance_capacity(stats: dict) -> tuple:
-    """Tuples/s one instance sustains, and how that was found.
-
-    1. the median rate of saturated buckets (cpu or queue at the threshold);
-    2. else the median of ``rate * 100 / cpu_percent`` (linear in CPU, one core);
-    3. else unknown."""
-    if stats["saturated_rows"] and stats["sat_rate_p50"]:
-        return stats["sat_rate_p50"], f"saturated: median of {stats['saturated_rows']} saturated buckets"
-    if stats["cpu_rate_p50"]:
-        return stats["cpu_rate_p50"], "not saturated: rate extrapolated to one core (rate × 100 / cpu%)"
-    return None, "no load observed"
-
-
-def component_target(name: str, stats: dict, targets: Targets, spout_mean: float) -> tuple:
-    """The throughput (tuples/s) the component must sustain, and why."""
-    explicit = targets.for_component(name)
-    if explicit is not None:
-        return explicit, "--target-rate for the component"
-    mean = stats.get("throughput_mean") or 0.0
-    if targets.topology_rate is not None and spout_mean > 0:
-        ratio = mean / spout_mean
-        return targets.topology_rate * ratio, (
-            f"--target-rate {_num(targets.topology_rate)} × observed ratio {ratio:.3g} to the spouts' rate")
-    return stats.get("throughput_max") or 0.0, "observed peak throughput"
+def spout_backpressure_pct(agg: Aggregates) -> float:
+    """Share of the time the spouts were held back (blocked sending), over all spout tasks."""
+    spouts = [c for c in agg.components if agg.kinds.get(c["component"]) == "spout"]
+    seconds = sum(c["seconds"] or 0.0 for c in spouts)
+    return 100.0 * sum(c["backpressure_ms"] or 0.0 for c in spouts) / (seconds * 1000.0) if seconds else 0.0
 
 
 def _cores(percent: Optional[float]) -> Optional[float]:
     return None if percent is None else percent / 100.0
 
 
+def _pct(fraction: Optional[float]) -> Optional[float]:
+    return None if fraction is None else 100.0 * fraction
+
+
+def _ms(seconds: Optional[float]) -> Optional[float]:
+    return None if seconds is None else 1000.0 * seconds
+
+
 def _backpressure_pct(stats: dict) -> float:
     return 100.0 * stats["backpressure_ms"] / (stats["seconds"] * 1000.0) if stats["seconds"] else 0.0
 
 
-def _num(x: float) -> str:
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
-
-
-def summary_lines(agg: Aggregates, components: list, recs: list, plans: list) -> list:
+def summary_lines(agg: Aggregates, recs: list, plans: list, hosts: Mapping[str, Host]) -> list:
     """A few lines for the terminal."""
     span = agg.last_ts - agg.first_ts + agg.interval_secs
     lines = [f"topology {agg.topology} run {agg.run_id}: {agg.rows:,} rows over {span:,.0f} s"]
+    for h in sorted(hosts.values(), key=lambda h: h.name):
+        if h.oversubscribed:
+            lines.append(f"  host {h.name} was oversubscribed: the run's processes used {h.cores_used_mean:.2f} "
+                         f"of its {h.cores:g} cores")
     for r in recs:
         change = "" if r["recommended_parallelism"] == r["parallelism"] else " <-"
         lines.append(
             f"  {r['component']:<16} par {r['parallelism']:>3} -> {r['recommended_parallelism']:<3}{change:<3}"
             f" cpu {_fmt(r['recommended_cpu_cores'])} cores  ram {_fmt(r['recommended_ram_mb'])} MiB"
+            f"  ({r['capacity_basis']})" + (f"  [{r['symptoms']}]" if r["symptoms"] else "")
             + (f"  [{r['notes']}]" if r["notes"] else "")
         )
+        if r["parallelism_formula"]:
+            lines.append(f"  {'':<16} {r['parallelism_formula']}")
     cheapest = [p for p in plans if p.get("cheapest")]
     if cheapest:
         p = cheapest[0]

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from squall.errors import SquallError
-from squall.reports import capacity, charts, metrics, plans
-from squall.reports.capacity import Policy
+from squall.reports import capacity, charts, metrics, plans, recommend
+from squall.reports.model import Host
+from squall.reports.recommend import Policy
 from squall.reports.inputs import (
     ClusterView,
     Targets,
@@ -36,6 +38,7 @@ class CapacityOptions:
     config_path: Optional[str] = None
     skip_malformed: bool = False
     charts: bool = True
+    host_cores: Optional[float] = None  # cores of every host of the run; default: this machine's, if it ran there
 
 
 def capacity_report(options: CapacityOptions, spark: Any, progress: Optional[SparkProgress] = None) -> Report:
@@ -62,9 +65,12 @@ def capacity_report(options: CapacityOptions, spark: Any, progress: Optional[Spa
         flat.unpersist()
 
     groupings = _groupings(logical) if logical else {}
-    components = capacity.component_table(agg)
+    hosts = _hosts(agg, options.host_cores)
+    components = capacity.component_table(agg, hosts, options.thresholds)
     instances = capacity.instance_table(agg)
-    recs = capacity.recommendations(agg, components, options.targets, options.policy, groupings)
+    offered = recommend.offered_ratios(logical.plan, agg) if logical else None
+    recs = recommend.recommendations(agg, components, options.targets, options.policy, hosts, options.thresholds,
+                                     offered, groupings)
 
     progress.step("packing the recommendation under every policy")
     plan = _observed_plan(spark, options, source, run)
@@ -85,6 +91,7 @@ def capacity_report(options: CapacityOptions, spark: Any, progress: Optional[Spa
               note="Cheapest: feasible (and fitting the cluster view, when given), then least YARN memory, "
                    "vcores, containers. YARN memory is each container's memory rounded up to "
                    f"squall.yarn.min.allocation.mb ({yarn.min_allocation_mb} MiB); vcores are whole cores."),
+        Table("hosts", "Hosts", capacity.host_table(hosts), note=_HOST_NOTE),
         Table("instances", "Instances", instances),
         Table("malformed", "Malformed metrics rows", validation.reasons,
               note=f"{validation.malformed:,} of {validation.lines:,} rows read were malformed and left out."),
@@ -110,37 +117,58 @@ def capacity_report(options: CapacityOptions, spark: Any, progress: Optional[Spa
         facts=facts,
         tables=tables,
         charts=[],
-        summary=capacity.summary_lines(agg, components, recs, policy_rows),
+        summary=capacity.summary_lines(agg, recs, policy_rows, hosts),
         data={"parameters": {"headroom": options.policy.headroom, "margin": options.policy.margin,
                              "skew_threshold": options.policy.skew_threshold,
-                             "saturation_cpu_percent": options.thresholds.saturation_cpu_percent,
-                             "saturation_queue": options.thresholds.saturation_queue},
+                             "saturation_busy": options.thresholds.busy,
+                             "saturation_cpu_allocation": options.thresholds.cpu_allocation},
               "series": agg.series},
     )
     if validation.malformed:
         report.summary.append(f"  {validation.malformed:,} malformed rows left out (see the malformed table)")
     if options.charts:
         progress.step("drawing charts")
-        report.charts = _charts(agg, components, instances, policy_rows)
+        report.charts = _charts(agg, components, instances, policy_rows, recs)
     return report
 
 
 _COMPONENT_NOTE = (
     "throughput_*: the component's tuples/s summed over its tasks per bucket (bolts: executed, spouts: "
-    "emitted); instance_rate_*: one task's tuples/s per bucket. cpu in cores (100 % of one core = 1), "
-    "ram is resident memory. provisioning % = 100 × (requested − p95 used) / requested: positive is "
-    "over-provisioned. skew = hottest task's mean rate / mean task rate."
+    "emitted); instance_rate_*: one task's tuples/s per bucket. busy = rate × time in process() per tuple "
+    "(service_ms; Little's law), median over loaded buckets; cpu_per_tuple = cpu seconds / tuples; "
+    "tuples_held = rate × process latency (tuples inside an instance); queue_depth is written as 0 by "
+    "today's runtime and not used. symptoms (Dhalion): busy >= 90 %, holds its upstream in backpressure, "
+    "runs at its CPU allocation. cpu in cores (100 % of one core = 1), ram is resident memory. "
+    "provisioning % = 100 × (requested − p95 used) / requested: positive is over-provisioned. "
+    "skew = hottest task's mean rate / mean task rate."
+)
+
+_HOST_NOTE = (
+    "cores_used_mean: cpu of every process of this run on the host, averaged over the run. Oversubscribed: "
+    ">= 90 % of the host's cores; an instance's allocation is then what it got while busy. Other work on "
+    "the host (other topologies, other users) is not in the metrics: the host may have been busier."
 )
 
 
 def _recommendation_note(policy: Policy) -> str:
     return (
-        f"parallelism = ceil(target × (1 + headroom) / capacity per instance), headroom {policy.headroom:g}; "
-        "capacity per instance = median rate of saturated buckets (cpu or queue at the threshold), else rate "
-        f"extrapolated to one core. cpu = p95 × (1 + margin {policy.margin:g}) rounded up to "
-        f"{policy.cpu_step:g} cores, at most one core unless more was observed; ram = p95 × (1 + margin) "
-        f"rounded up to {policy.ram_step_mb} MiB."
+        "capacity per instance at a cpu allocation a = min(1 / time in process() per tuple, a / cpu per tuple); "
+        "a = the instance's request (one core without one), or its share of an oversubscribed host. "
+        f"parallelism = ceil(target × (1 + headroom {policy.headroom:g}) / capacity at the allocation); "
+        f"cpu = min(allocation, rate per instance × cpu per tuple × (1 + margin {policy.margin:g}) rounded up "
+        f"to {policy.cpu_step:g}); parallelism × capacity at that cpu ≥ target × (1 + headroom), always. "
+        f"ram = p95 × (1 + margin) rounded up to {policy.ram_step_mb} MiB."
     )
+
+
+def _hosts(agg: Any, host_cores: Optional[float]) -> dict:
+    """The run's hosts; their cores are ``host_cores``, else this machine's when the run was on it."""
+    here = socket.gethostname()
+    out = {}
+    for h in agg.hosts:
+        cores = host_cores if host_cores is not None else (float(os.cpu_count() or 1) if h["host"] == here else None)
+        out[h["host"]] = Host(h["host"], cores, h["cores_used_mean"])
+    return out
 
 
 def _target_text(targets: Targets) -> str:
@@ -219,8 +247,9 @@ def _view_dict(view: ClusterView) -> dict:
     }
 
 
-def _charts(agg: Any, components: list, instances: list, policy_rows: list) -> list:
+def _charts(agg: Any, components: list, instances: list, policy_rows: list, recs: list) -> list:
     out = [
+        charts.what_if(recs, components),
         charts.over_time(agg.series, agg.kinds, "rate", "Throughput over time per component",
                          "throughput (tuples/s)"),
         charts.over_time(agg.series, agg.kinds, "cpu_cores", "CPU over time per component (all tasks)",

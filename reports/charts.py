@@ -121,3 +121,34 @@ def policy_bars(rows: Sequence[dict], title: str, panels: Sequence[tuple]) -> tu
         ax.grid(axis="y", alpha=0.3)
     fig.suptitle(title + ("  (grey: infeasible)" if "tab:gray" in colors else ""))
     return title, _png(fig)
+
+
+def what_if(recs: Sequence[dict], components: Sequence[dict]) -> tuple:
+    """Per spout/bolt: predicted throughput against parallelism (parallelism × capacity per
+    instance at the recommended cpu), the target, the observed point and the recommendation."""
+    plt = _pyplot()
+    observed = {c["component"]: c.get("throughput_p50") or 0.0 for c in components}
+    rows = [r for r in recs if r["capacity_per_instance"]]
+    cols = min(3, max(1, len(rows)))
+    lines = -(-max(1, len(rows)) // cols)
+    fig, axes = plt.subplots(lines, cols, figsize=(4.2 * cols, 3.4 * lines), squeeze=False)
+    for ax, r in zip([a for line in axes for a in line], rows):
+        top = max(r["parallelism"], r["recommended_parallelism"]) * 3 // 2 + 1
+        xs = list(range(1, top + 1))
+        ax.plot(xs, [x * r["capacity_per_instance"] for x in xs], marker=".", label="predicted")
+        ax.axhline(r["target_rate"], color="tab:green", linestyle="--", label="target")
+        ax.plot([r["parallelism"]], [observed.get(r["component"], 0.0)], "o", color="tab:red", label="observed")
+        ax.plot([r["recommended_parallelism"]], [r["predicted_throughput"]], "s", color="tab:purple",
+                label="recommended")
+        ax.set_title(f"{r['component']} ({r['capacity_basis']})")
+        ax.set_xticks(xs)
+        ax.set_xlabel("parallelism (instances)")
+        ax.set_ylabel("throughput (tuples/s)")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="x-small")
+    for ax in [a for line in axes for a in line][len(rows):]:
+        ax.axis("off")
+    title = "What if: predicted throughput against parallelism"
+    fig.suptitle(title)
+    return title, _png(fig)

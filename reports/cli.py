@@ -33,6 +33,8 @@ def register(subparsers: Any) -> None:
     cap.add_argument("--topology-file", metavar="FILE",
                      help="the topology's .py file: exact spout/bolt kinds and groupings, repacked as written")
     cap.add_argument("--packing-plan", metavar="FILE", help="packing plan JSON (default: the run's packing_plan.json)")
+    cap.add_argument("--host-cores", type=float, metavar="N",
+                     help="cores of each host the run used (default: this machine's, for a run on it)")
     cap.add_argument("--skip-malformed", action="store_true",
                      help="report without malformed rows (they are still counted and listed)")
     _common(cap)
@@ -63,11 +65,14 @@ def _check_fraction(name: str, value: float) -> None:
 
 
 def cmd_capacity(args: argparse.Namespace) -> int:
-    from squall.reports.capacity import Policy
+    from squall.errors import SquallError
     from squall.reports.capacity_report import CapacityOptions, capacity_report
     from squall.reports.inputs import find_metrics, load_cluster_view, parse_targets
+    from squall.reports.recommend import Policy
 
     _check_fraction("headroom", args.headroom)
+    if args.host_cores is not None and not args.host_cores > 0:
+        raise SquallError(f"--host-cores {args.host_cores:g}: expected a number of cores > 0")
     _check_fraction("margin", args.margin)
     find_metrics(args.metrics)  # fail fast, before Spark starts
     if args.cluster_view:
@@ -76,7 +81,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         metrics=args.metrics, topology=args.topology, run_id=args.run, targets=parse_targets(args.target_rate),
         policy=Policy(headroom=args.headroom, margin=args.margin), topology_file=args.topology_file,
         packing_plan=args.packing_plan, cluster_view=args.cluster_view, config_path=args.config_path,
-        skip_malformed=args.skip_malformed, charts=not args.no_charts,
+        skip_malformed=args.skip_malformed, charts=not args.no_charts, host_cores=args.host_cores,
     )
     return _run(args, "capacity", lambda spark, progress: capacity_report(options, spark, progress))
 

@@ -17,11 +17,10 @@ PLOT_POINTS = 200  # time-series points per component kept for the charts
 
 @dataclass(frozen=True)
 class Thresholds:
-    """When a bucket counts as saturated, and below what CPU extrapolation is not trusted."""
+    """When a bucket of an instance counts as saturated (Dhalion's symptoms, docs/reports.md)."""
 
-    saturation_cpu_percent: float = 90.0
-    saturation_queue: int = 100
-    min_cpu_percent: float = 5.0
+    busy: float = 0.9  # share of the bucket spent in process() (rate × execute latency)
+    cpu_allocation: float = 0.9  # cpu used / cpu allocated
 
 
 @dataclass
@@ -48,6 +47,7 @@ class Aggregates:
     instances: list = field(default_factory=list)
     components: list = field(default_factory=list)
     series: list = field(default_factory=list)
+    hosts: list = field(default_factory=list)  # {"host", "cores_used_mean"}: every process of the run on it
 
 
 def read_metrics(spark: Any, source: MetricsSource) -> Any:
@@ -141,7 +141,8 @@ def choose_run(validation: Validation, topology: Optional[str], run_id: Optional
 
 
 def aggregate(flat: Any, run: dict, thresholds: Thresholds, spouts_hint: Optional[Sequence[str]] = None) -> Aggregates:
-    """Per instance, per component and over time, for one run. Three small collects."""
+    """Per instance, per component, over time and per host, for one run. Four small collects."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     rows = flat.where(
@@ -153,19 +154,25 @@ def aggregate(flat: Any, run: dict, thresholds: Thresholds, spouts_hint: Optiona
     t0 = run["first_ts"] - interval
 
     count = F.when(F.col("component").isin(*spouts), F.col("emit_count")).otherwise(F.col("execute_count"))
-    saturated = (F.col("cpu_percent") >= thresholds.saturation_cpu_percent) | (
-        F.col("queue_depth") >= thresholds.saturation_queue
-    )
-    cpu_ok = (F.col("cpu_percent") >= thresholds.min_cpu_percent) & ~saturated
+    allocation = F.coalesce(F.col("cpu_requested"), F.lit(1.0))  # an instance is one thread: one core at most
+    busy = F.col("execute_latency_ms") * F.col("execute_count") / 1000.0 / F.col("interval_secs")
+    saturated = (F.coalesce(busy, F.lit(0.0)) >= thresholds.busy) | (
+        F.col("cpu_percent") / 100.0 >= thresholds.cpu_allocation * allocation)
+    # A process's first row measures its cpu since it started (imports, initialize): never a load figure.
+    first = F.row_number().over(Window.partitionBy("process", "component", "container", "task_id").orderBy("ts"))
     rows = rows.select(
         "*",
         count.alias("tuples"),
         (count / F.col("interval_secs")).alias("rate"),
+        busy.alias("busy"),
         saturated.alias("saturated"),
-        F.when(saturated, count / F.col("interval_secs")).alias("sat_rate"),
-        F.when(cpu_ok, count / F.col("interval_secs") * 100.0 / F.col("cpu_percent")).alias("cpu_rate"),
+        ((count > 0) & (first > 1)).alias("loaded"),
         F.round((F.col("ts") - F.lit(t0)) / F.lit(interval)).cast("long").alias("bucket"),
     )
+    loaded = F.col("loaded")
+
+    def when_loaded(column: Any) -> Any:
+        return F.when(loaded, column)
 
     def stats(*keys: str) -> list:
         return (
@@ -174,6 +181,7 @@ def aggregate(flat: Any, run: dict, thresholds: Thresholds, spouts_hint: Optiona
                 F.count(F.lit(1)).alias("rows"),
                 F.first("host").alias("host"),
                 F.sum("tuples").alias("tuples"),
+                F.sum("emit_count").alias("emitted"),
                 F.sum("interval_secs").alias("seconds"),
                 F.expr("percentile_approx(rate, array(0.5, 0.95))").alias("rate_q"),
                 F.max("rate").alias("rate_max"),
@@ -186,9 +194,18 @@ def aggregate(flat: Any, run: dict, thresholds: Thresholds, spouts_hint: Optiona
                 F.max("cpu_requested").alias("cpu_requested"),
                 F.max("ram_requested_mb").alias("ram_requested_mb"),
                 F.sum("backpressure_ms").alias("backpressure_ms"),
+                F.max("queue_depth").alias("queue_depth_max"),
                 F.sum(F.col("saturated").cast("long")).alias("saturated_rows"),
-                F.expr("percentile_approx(sat_rate, 0.5)").alias("sat_rate_p50"),
-                F.expr("percentile_approx(cpu_rate, 0.5)").alias("cpu_rate_p50"),
+                F.sum(when_loaded(F.col("tuples"))).alias("load_tuples"),
+                F.sum(when_loaded(F.col("interval_secs"))).alias("load_seconds"),
+                F.sum(when_loaded(F.col("execute_latency_ms") * F.col("execute_count") / 1000.0)).alias("load_exec_secs"),
+                F.sum(when_loaded(F.col("execute_count"))).alias("load_executed"),
+                F.sum(when_loaded(F.col("cpu_percent") / 100.0 * F.col("interval_secs"))).alias("load_cpu_secs"),
+                F.sum(when_loaded(F.col("process_latency_ms") * F.col("execute_count") / 1000.0)).alias("load_held_secs"),
+                F.expr("percentile_approx(CASE WHEN loaded THEN busy END, 0.5)").alias("busy_p50"),
+                F.expr("percentile_approx(CASE WHEN loaded THEN cpu_percent END, 0.5)").alias("load_cpu_p50"),
+                F.expr(f"percentile_approx(CASE WHEN loaded AND busy >= {thresholds.busy} THEN cpu_percent END, 0.5)")
+                .alias("busy_cpu_p50"),
                 F.sum("fail_count").alias("fails"),
                 F.countDistinct("task_id").alias("tasks"),
             )
@@ -227,10 +244,17 @@ def aggregate(flat: Any, run: dict, thresholds: Thresholds, spouts_hint: Optiona
          "rate": s["rate"], "cpu_cores": s["cpu_cores"], "rss_mb": s["rss_mb"]}
         for s in series
     ]
+    hosts = rows.groupBy("host").agg(
+        F.sum(F.col("cpu_percent") / 100.0 * F.col("interval_secs")).alias("cpu_secs"),
+        F.min(F.col("ts") - F.col("interval_secs")).alias("start"),
+        F.max("ts").alias("end"),
+    ).collect()
     return Aggregates(
         topology=run["topology"], run_id=run["run_id"], rows=run["rows"], first_ts=run["first_ts"],
         last_ts=run["last_ts"], interval_secs=interval, kinds=kinds, instances=instances,
         components=list(components.values()), series=points,
+        hosts=[{"host": h["host"], "cores_used_mean": h["cpu_secs"] / max(h["end"] - h["start"], 1e-9)}
+               for h in hosts],
     )
 
 

@@ -6,8 +6,11 @@ out by hand:
 
 - a component is offered ``rate`` tuples/s in total, split across its tasks by
   ``weights`` (even by default; a larger weight plants a hot key);
-- one instance processes at most ``capacity`` tuples/s; its CPU use is
-  ``100 * processed / capacity`` percent of one core (saturated = 100 %);
+- one instance processes at most ``capacity`` tuples/s, spending
+  ``1 / capacity`` s in ``process()`` per tuple (its execute latency); of that
+  time it computes ``cpu_share`` (1: CPU-bound; less: it waits, on I/O or for a
+  CPU of an oversubscribed host), so its CPU use is
+  ``100 * cpu_share * processed / capacity`` percent of one core;
 - a saturated instance keeps a queue (``queue_depth``) and spends the share
   of the bucket it could not keep up in backpressure.
 """
@@ -36,6 +39,7 @@ class SyntheticComponent:
     ram_requested_mb: int = 256
     rss_mb: float = 100.0
     fanout: float = 1.0  # tuples emitted per tuple executed (bolts)
+    cpu_share: float = 1.0  # share of its time in process() an instance computes
     weights: Optional[tuple] = None  # share of the load per task; even when None
 
     def task_weights(self) -> list:
@@ -135,7 +139,7 @@ def _instance_row(base: dict, c: SyntheticComponent, task_id: int, offered: floa
         "complete_latency_ms": latency * 20 if c.kind == "spout" else None,
         "queue_depth": 200 + 10 * k if saturated and c.kind == "bolt" else 0,
         "backpressure_ms": (1.0 - processed / offered) * interval * 1000.0 if offered > 0 else 0.0,
-        "cpu_percent": 100.0 * processed / c.capacity,
+        "cpu_percent": 100.0 * c.cpu_share * processed / c.capacity,
         "rss_mb": c.rss_mb,
         "threads": 3,
         "cpu_requested": c.cpu_requested,

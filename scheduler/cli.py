@@ -22,7 +22,7 @@ from squall.conf import base_config
 from squall.errors import SquallError
 from squall.idl import schema
 from squall.packing import plan_to_json
-from squall.scheduler import launcher, manager
+from squall.scheduler import from_report, launcher, manager
 from squall.state import Kind, StateManager, make_state_manager, member, open_state_manager
 from squall.state.status import topology_health
 from squall.topology import valid_name
@@ -56,9 +56,11 @@ def register(sub: Any) -> None:
     p = sub.add_parser("update", help="change components' parallelism of a running topology")
     p.add_argument("name", help="topology name")
     p.add_argument(
-        "--component-parallelism", action="append", required=True, metavar="COMPONENT=N",
+        "--component-parallelism", action="append", metavar="COMPONENT=N",
         help="new parallelism of a component (repeatable)",
     )
+    p.add_argument("--from-report", metavar="DIR", help="apply a capacity report's recommended parallelism")
+    p.add_argument("--dry-run", action="store_true", help="with --from-report: print the changes, apply nothing")
     _state_options(p)
     add_json_option(p)
     p.set_defaults(func=with_state(cmd_update))
@@ -176,6 +178,11 @@ def cmd_restart(args: argparse.Namespace, state: StateManager) -> int:
 
 
 def cmd_update(args: argparse.Namespace, state: StateManager) -> int:
+    if bool(args.from_report) == bool(args.component_parallelism) or args.dry_run and not args.from_report:
+        raise SquallError("update: give either --component-parallelism COMPONENT=N or --from-report DIR [--dry-run]")
+    if args.from_report:
+        return from_report.run(state, args.name, args.from_report, base_config(args.config_path),
+                               args.dry_run, args.json)
     parallelism = {}
     for text in args.component_parallelism:
         component, sep, value = text.partition("=")

@@ -30,20 +30,29 @@ def report(spark, known_run):
 
 def test_saturated_bolt_needs_twelve_instances(report):
     work = by(table(report, "recommendations"))["work"]
-    assert work["capacity_per_instance"] == 1000.0
-    assert work["capacity_basis"].startswith("saturated")
+    # 1 ms in process() and 1 ms of cpu per tuple at its 1-core allocation: 1,000 tuples/s either way.
+    assert work["capacity_per_instance"] == pytest.approx(1000.0)
+    assert work["capacity_basis"] == "compute"
     assert work["target_rate"] == 10000.0
     assert work["recommended_parallelism"] == 12
-    assert work["parallelism_formula"] == "ceil(10,000 × 1.2 / 1,000) = 12"
+    assert work["parallelism_formula"] == "ceil(10,000 × 1.2 / 1,000) = 12; 12 × 1,000 = 12,000 ≥ 12,000"
+    assert work["symptoms"] == "busy 100% of the time; runs at its CPU allocation (1.00 of 1 cores)"
 
 
 def test_topology_target_scales_each_component_by_its_observed_share(spark, known_run):
     options = CapacityOptions(metrics=known_run, targets=parse_targets(["10000"]), charts=False)
     recs = by(table(capacity_report(options, spark), "recommendations"))
     assert recs["work"]["recommended_parallelism"] == 12  # work carries all 4,000 of the spout's 4,000
-    assert recs["light"]["target_rate"] == pytest.approx(2500.0)  # a quarter of the spout's rate
-    assert recs["light"]["capacity_per_instance"] == pytest.approx(2500.0)  # 500 tuples/s at 20 % cpu
-    assert recs["light"]["recommended_parallelism"] == 2  # ceil(2,500 × 1.2 / 2,500)
+    light = recs["light"]
+    assert light["target_rate"] == pytest.approx(2500.0)  # a quarter of the spout's rate
+    # 500 tuples/s at 20 % of a core: 0.4 ms of cpu per tuple. Its request is 0.5 cores, never a whole
+    # core: 0.5 / 0.4 ms = 1,250 tuples/s, below the 2,500 its 0.4 ms in process() would allow.
+    assert light["capacity_at_allocation"] == pytest.approx(1250.0)
+    assert light["capacity_basis"] == "compute"
+    assert light["recommended_parallelism"] == 3  # ceil(2,500 × 1.2 / 1,250)
+    # 1,000 tuples/s each × 0.4 ms × 1.2 = 0.48, rounded up to 0.5 cores: 1,250 each, 3,750 >= 3,000.
+    assert light["recommended_cpu_cores"] == pytest.approx(0.5)
+    assert light["predicted_throughput"] == pytest.approx(3750.0)
     assert recs["spout"]["recommended_parallelism"] == 2  # ceil(10,000 × 1.2 / 10,000)
 
 
@@ -58,11 +67,16 @@ def test_throughput_and_provisioning(report):
     assert light["cpu_provisioning_pct"] == pytest.approx(60.0)
     assert light["ram_provisioning_pct"] == pytest.approx(75.0)
     assert light["saturated_pct"] == 0.0
+    assert light["busy_pct"] == pytest.approx(20.0)  # 500 tuples/s × 0.4 ms
+    assert light["symptoms"] == "" and not light["saturated"]
     assert comps["__stmgr"]["kind"] == "daemon"
     recs = by(table(report, "recommendations"))
-    assert recs["light"]["recommended_cpu_cores"] == pytest.approx(0.25)  # ceil(0.2 × 1.2 to 0.05)
+    # light sizes for its observed peak, 1,000 tuples/s: one instance at 1,200 × 0.4 ms × 1.2 = 0.58
+    # cores, held to its 0.5 allocation (1,250/s at 0.5 cores carries the 1,200).
+    assert recs["light"]["recommended_parallelism"] == 1
+    assert recs["light"]["recommended_cpu_cores"] == pytest.approx(0.5)
     assert recs["light"]["recommended_ram_mb"] == 80  # ceil(64 × 1.2 to 16)
-    assert recs["work"]["recommended_cpu_cores"] == pytest.approx(1.0)  # capped at one core
+    assert recs["work"]["recommended_cpu_cores"] == pytest.approx(1.0)  # its allocation: never more
 
 
 def test_hot_key_skew_is_found(report):
@@ -110,7 +124,7 @@ def test_report_files(report, tmp_path):
     assert recs["work"]["recommended_parallelism"] == "12"
     data = json.load(open(paths["json"]))
     assert {r["component"]: r["recommended_parallelism"] for r in data["tables"]["recommendations"]}["work"] == 12
-    assert os.path.isfile(os.path.join(paths["charts"], "01-throughput-over-time-per-component.png"))
+    assert os.path.isfile(os.path.join(paths["charts"], "01-what-if--predicted-throughput-against-parallelism.png"))
 
 
 def test_cluster_view_headroom(spark, known_run, tmp_path):
@@ -158,7 +172,7 @@ def test_malformed_rows_are_counted_when_skipped(spark, malformed_run):
     assert {r["reason"]: r["rows"] for r in table(report, "malformed")} == {
         "missing key cpu_percent": 2, "not a JSON object": 1}
     assert dict(report.facts)["malformed rows"] == 3
-    assert by(table(report, "recommendations"))["work"]["capacity_per_instance"] == 1000.0
+    assert by(table(report, "recommendations"))["work"]["capacity_per_instance"] == pytest.approx(1000.0)
 
 
 def test_unknown_topology(spark, known_run):

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from squall.errors import SquallError
-from squall.reports import capacity, plans
+from squall.reports import capacity, plans, recommend
 from squall.reports.inputs import find_metrics, parse_cluster_view, parse_targets
 from squall.reports.schema import FIELD_NAMES, row_problem
 from squall.reports.synthetic import rows, validate_lines
@@ -50,9 +50,9 @@ def test_validate_lines_flags_text_that_is_not_json():
 
 def test_parallelism_known_answer():
     # 4 instances each saturated at 1,000 tuples/s, target 10,000 tuples/s, 20 % headroom.
-    assert capacity.recommended_parallelism(10_000, 1_000, 0.2) == 12
-    assert capacity.recommended_parallelism(10_000, 1_000, 0.0) == 10
-    assert capacity.recommended_parallelism(1, 1_000, 0.2) == 1
+    assert recommend.recommended_parallelism(10_000, 1_000, 0.2) == 12
+    assert recommend.recommended_parallelism(10_000, 1_000, 0.0) == 10
+    assert recommend.recommended_parallelism(1, 1_000, 0.2) == 1
 
 
 def test_provisioning_percent():

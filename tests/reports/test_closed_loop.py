@@ -1,0 +1,58 @@
+"""Capacity plans that hold: a real overloaded run, a report with a target rate on the real local
+Spark session, ``squall update --from-report``, and the run measured again.
+
+Sizes (2 cores, shared with whatever else runs): the waiting bolt spends 2 ms per tuple in
+process() and almost no CPU, about 470 tuples/s an instance; offered 1,000 tuples/s it needs
+ceil(1,000 × 1.2 / 470) = 3 instances, a few percent of a core in all. The computing bolt
+spends 1 ms of CPU per tuple and is held to its 0.2-core allocation (see cpu_bound.py), about
+185 tuples/s an instance; offered 400 tuples/s it needs ceil(400 × 1.2 / 185) = 3 instances,
+0.6 cores in all: with the spout and the daemons the recommended plan stays under one core.
+Both start at one instance, which cannot carry the target: so the smallest parallelism that
+sustains it is at least 2, and a recommendation of at most 4 is at most twice that.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
+from e2e_harness import cluster  # noqa: E402,F401
+
+from .closed_loop import Case, apply_and_measure, overload_and_report  # noqa: E402
+
+CASES = [
+    pytest.param(Case("io_bound", "wait", 1000.0), "waiting", id="io-bound"),
+    pytest.param(Case("cpu_bound", "compute", 400.0), "compute", id="cpu-bound"),
+]
+
+
+@pytest.mark.parametrize("case, basis", CASES)
+def test_applied_report_sustains_its_target(cluster, spark, tmp_path, case, basis):  # noqa: F811
+    try:
+        loop = overload_and_report(cluster.squall, cluster.home, spark, case, str(tmp_path / "report"))
+        assert loop.before < 0.9 * case.target, (
+            f"the first run is not overloaded ({loop.before:.0f} of {case.target:g} tuples/s): nothing to test")
+        rec = loop.recommendation
+        assert rec["capacity_basis"] == basis, rec["capacity_formula"]
+        assert rec["recommended_parallelism"] >= 2
+        # At most twice the smallest parallelism that sustains the target (>= 2: one does not).
+        assert rec["recommended_parallelism"] <= 2 * (1 + 1), rec["parallelism_formula"]
+        assert rec["recommended_parallelism"] * rec["capacity_per_instance"] >= case.target * 1.2
+
+        out, _ = cluster.squall("update", case.topology, "--from-report", loop.report_dir, "--dry-run")
+        assert f"  {case.bolt:<16} parallelism  1 -> {rec['recommended_parallelism']}\n" in out
+        assert "dry run: nothing applied" in out.splitlines()
+        shown = json.loads(cluster.squall("show", case.topology, "--json")[0])
+        assert sum(i["component"] == case.bolt for c in shown["packing_plan"]["containers"]
+                   for i in c["instances"]) == 1
+
+        apply_and_measure(cluster.squall, loop, case)
+        assert loop.spout_after >= 0.9 * case.target, f"the spout emitted {loop.spout_after:.0f} tuples/s"
+        assert loop.after >= 0.9 * case.target, (
+            f"{case.bolt} carried {loop.after:.0f} of {case.target:g} tuples/s at parallelism "
+            f"{rec['recommended_parallelism']}")
+    finally:
+        cluster.squall("kill", case.topology)
