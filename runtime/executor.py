@@ -162,7 +162,7 @@ class Executor:
         self.stopping = False
         self.new_plan: Any = None
         self.plan_changed = False
-        self.sockets: list = []
+        self.sockets: dict = {}  # role -> the listening socket it is handed (nobody else inherits it)
         self.launch_file = os.path.join(self.log_dir, "launch.json")
         self.retiring: list = []  # [child, packing plan id, deadline, end of drain or None]
         self.retire_timeout = float(cfg["squall.submit.timeout.secs"])
@@ -179,7 +179,7 @@ class Executor:
         roles = ["metricsmgr"] + (["stmgr"] if self.container != 0 else [])
         for role in roles:
             sock = listen_socket(self.env.bind_host, 0)
-            self.sockets.append(sock)
+            self.sockets[role] = sock
             launch[f"{role}_port"] = sock.getsockname()[1]
             launch[f"{role}_fd"] = sock.fileno()
         tmp = self.launch_file + ".tmp"
@@ -199,7 +199,8 @@ class Executor:
         with open(path, "ab") as logf:
             child.popen = subprocess.Popen(self.command(spec), stdin=subprocess.DEVNULL, stdout=logf,
                                            stderr=subprocess.STDOUT,
-                                           pass_fds=[s.fileno() for s in self.sockets], close_fds=True)
+                                           pass_fds=[s.fileno() for r, s in self.sockets.items() if r == spec.role],
+                                           close_fds=True)
         child.started_at = time.monotonic()
         restarts = child.budget.restarts(child.started_at)
         log.info("started %s (pid %d)%s", spec.name, child.popen.pid,
@@ -412,7 +413,7 @@ class Executor:
             self.terminate([c for c in rest if c.spec.role != "instance"])
             self.retiring = []
             self.exiting = []
-            for s in self.sockets:
+            for s in self.sockets.values():
                 s.close()
             self.status.close()
         log.info("executor of container %d exits", self.container)

@@ -7,8 +7,18 @@ instance: it polls the stream manager's connection between bursts of
 ``next_tuple`` calls (spouts) or blocks on it (bolts), flushes batches every
 ``squall.instance.flush.interval.ms`` and reports metrics every bucket.
 
-Delivery is at-most-once: a bolt's ``ack``/``fail`` only count; a spout's
-``ack``/``fail`` are never called (see docs/protocol.md).
+Delivery (``topology.reliability.mode``): at most once, a bolt's
+``ack``/``fail`` only count and a spout's are never called. At least once,
+tuples carry their tree ids (``runtime/acking.py``): a spout task tracks the
+trees of the tuples it emitted with an id, caps them at
+``topology.max.spout.pending``, and calls ``ack``/``fail`` when they complete,
+fail or time out; bolts anchor, ack and fail (automatically by default:
+``auto_anchor``, ``auto_ack``, ``auto_fail``, streamparse's defaults) and send
+their acks to the spout tasks in ACK frames.
+
+Backpressure: a spout stops calling ``next_tuple`` while its stream manager
+says so (CONTROL ``backpressure``); a bolt reports the tuples it processed
+(CONTROL ``consumed``) so its stream manager bounds its queue in time.
 
 SIGTERM: a spout stops emitting at once. A bolt *drains*: it keeps reading and
 processing until its connection has been quiet for ``DRAIN_QUIET_SECS`` (or the
@@ -18,6 +28,7 @@ processes every tuple that was routed to it.
 """
 from __future__ import annotations
 
+import fcntl
 import gc
 import json
 import logging
@@ -25,6 +36,7 @@ import os
 import select
 import signal
 import socket
+import termios
 import time
 from typing import Any, Optional
 
@@ -32,9 +44,10 @@ import msgpack
 
 from squall.component import SYSTEM_COMPONENT, TICK_STREAM, Tuple, TupleSource
 from squall.idl import schema
+from squall.runtime.acking import AckTracker, new_edge, new_root, root_task
 from squall.runtime.metrics_sender import BlockingMetricsSender
-from squall.runtime.protocol import (CONTROL, DATA, DATA_HEADER_SIZE, BlockingConnection, ProtocolError,
-                                     data_frame, decode_control)
+from squall.runtime.protocol import (ACK, CONTROL, DATA, DATA_HEADER_SIZE, BlockingConnection, ProtocolError,
+                                     RateLimitedLog, control_frame, data_frame, decode_control, frame_count)
 from squall.runtime.routing import RoutingError, build_routes, str_key_cache
 from squall.stream import DEFAULT_STREAM
 
@@ -45,6 +58,7 @@ OUT_FLUSH_BYTES = 64 * 1024
 SPOUT_BURST = 64
 # On SIGTERM a bolt stops reading once nothing has arrived for this long.
 DRAIN_QUIET_SECS = 0.2
+FAILED_TUPLES = RateLimitedLog(log)  # a bolt that raises on every tuple writes one line per 10 s
 
 
 class _ReceivedTuple(Tuple):
@@ -62,15 +76,25 @@ class _ReceivedTuple(Tuple):
     roots = None
 
 
+class _TrackedTuple(Tuple):
+    """A received tuple at least once: ``id`` (its edge id), ``roots`` (of its trees, or None when
+    its spout emitted it without an id), the XOR of the edges emitted anchored to it, and whether it
+    was acked or failed already (a second ack or fail is ignored)."""
+
+    __slots__ = ("ackval", "done")
+    __init__ = object.__init__  # type: ignore[assignment]
+
+
 class _Batch:
-    """Tuples waiting for one destination task: runs of [stream, values] in emit order.
+    """Tuples waiting for one destination task: runs of [stream, values] in emit order
+    (at least once: [stream, values, tree ids], the ids parallel to the values).
 
     ``vals`` is the open (last) run; the batch is full once it holds ``limit``
     values, which is the batch size less what earlier runs hold. A batch
     lives as long as its destination: sending it clears it.
     """
 
-    __slots__ = ("dest", "targets", "size", "runs", "stream", "vals", "limit")
+    __slots__ = ("dest", "targets", "size", "runs", "stream", "vals", "limit", "ids")
 
     def __init__(self, dest: int, size: int) -> None:
         self.dest = dest
@@ -82,6 +106,7 @@ class _Batch:
         self.runs: list = []
         self.stream: Optional[str] = None
         self.vals: list = []
+        self.ids: list = []
         self.limit = self.size
 
     def add(self, stream: str, values: Any) -> None:
@@ -92,9 +117,23 @@ class _Batch:
             self.runs.append([stream, self.vals])
         self.vals.append(values)
 
+    def add_tracked(self, stream: str, values: Any, ids: Any) -> None:
+        """At least once: ``ids`` is ``[edge id, root, ...]`` or None (not tracked)."""
+        if stream != self.stream:
+            self.limit -= len(self.vals)
+            self.stream = stream
+            self.vals = []
+            self.ids = []
+            self.runs.append([stream, self.vals, self.ids])
+        self.vals.append(values)
+        self.ids.append(ids)
+
     @property
     def full(self) -> bool:
         return len(self.vals) >= self.limit
+
+    def count(self) -> int:
+        return sum(len(run[1]) for run in self.runs)
 
 
 class Instance:
@@ -102,8 +141,9 @@ class Instance:
 
     def __init__(self, topology: Any, component_name: str, task_id: int, container: int,
                  config: Any, batch_size: int = 1000, component_obj: Any = None):
-        from squall.logical import find_component
+        from squall.logical import find_component, topology_config
 
+        config = config or topology_config(topology)
         self.topology = topology
         self.component_name = component_name
         self.task_id = task_id
@@ -112,6 +152,13 @@ class Instance:
         self.batch_size = batch_size
         spec = find_component(topology, component_name)
         self.is_spout = spec.kind == schema.ComponentKind.SPOUT
+        self.reliable = config["topology.reliability.mode"] == "ATLEAST_ONCE"
+        self.tracker = AckTracker(float(config["topology.message.timeout.secs"]))
+        self.max_pending = config["topology.max.spout.pending"] if self.reliable else None
+        self.acks_out: dict = {}  # spout task -> [[root, value, root, value, ...], [failed root, ...]]
+        self.current: Any = None  # the tuple process() is running on (auto_anchor)
+        self.throttled = False  # the stream manager asked this spout to stop emitting
+        self.consumed = 0  # tuples processed since the last report to the stream manager
         self.fields_of = {(c.name, s.name): list(s.fields) for c in topology.components for s in c.outputs}
         self.task_component: dict = {}
         self.routes: dict = {}
@@ -155,9 +202,12 @@ class Instance:
         self.process_time = 0.0
         self.process_calls = 0
         self.backpressure_time = 0.0
+        self.complete_time = 0.0
+        self.completed = 0
+        self.timeouts = 0
 
     def metrics_row(self, now: float, interval: float, queue_depth: int = 0) -> Any:
-        user: dict = {}
+        user: dict = {"__timeout-count": self.timeouts, "__pending": len(self.tracker)} if self.reliable else {}
         if self.context is not None:
             for name, (metric, _bucket) in self.context.metrics.items():
                 try:
@@ -174,7 +224,8 @@ class Instance:
             ack_count=self.ack_count, fail_count=self.fail_count,
             execute_latency_ms=(self.execute_time / self.execute_calls * 1000) if self.execute_calls else None,
             process_latency_ms=(self.process_time / self.process_calls * 1000) if self.process_calls else None,
-            complete_latency_ms=None, queue_depth=queue_depth,
+            complete_latency_ms=(self.complete_time / self.completed * 1000) if self.completed else None,
+            queue_depth=queue_depth,
             backpressure_ms=self.backpressure_time * 1000, user=user_json, pid=os.getpid(),
             container=self.container,
         )
@@ -244,10 +295,101 @@ class Instance:
             raise RoutingError(f"stream {self.component_name}/{stream} has fields {route.fields}, "
                                f"got {len(values)} values {list(values)!r}")
         targets = route.targets(values, direct_task)
-        for t in targets:
-            self._append(self._batch(t), stream, values)
+        if self.reliable:
+            self._emit_tracked(values, stream, targets, tup_id, anchors)
+        else:
+            for t in targets:
+                self._append(self._batch(t), stream, values)
         self.emit_count += 1
         return tuple(targets)
+
+    def _emit_tracked(self, values: Any, stream: str, targets: Any, tup_id: Any, anchors: Any) -> None:
+        """Each copy gets an edge id: in its spout tuple's new tree, or in its anchors' trees."""
+        if self.is_spout:
+            if tup_id is None:  # not tracked, never replayed
+                roots = None
+            else:
+                root = new_root(self.task_id)
+                roots = (root,)
+                xor = 0
+        else:
+            if anchors is None:
+                anchors = (self.current,) if self.current is not None and self.auto_anchor else ()
+            anchors = [a for a in anchors if getattr(a, "roots", None)]
+            roots = tuple({r for a in anchors for r in a.roots}) if anchors else None
+        for t in targets:
+            batch = self._batch(t)
+            if roots is None:
+                batch.add_tracked(stream, values, None)
+            else:
+                edge = new_edge()
+                if self.is_spout:
+                    xor ^= edge
+                else:
+                    for a in anchors:
+                        a.ackval ^= edge
+                batch.add_tracked(stream, values, [edge, *roots])
+            if batch.full:
+                self._send(batch)
+        if self.is_spout and roots is not None:
+            if not self.tracker.start(root, tup_id, xor, time.monotonic()):
+                self._complete(tup_id, 0.0)  # no subscriber: nothing to wait for
+
+    # acking (at least once) ----------------------------------------------------------
+    def ack_tuple(self, tup: Any) -> None:
+        """A bolt acks ``tup``: close its edge in each of its trees (once)."""
+        if tup.__class__ is not _TrackedTuple or tup.done:
+            return
+        tup.done = True
+        self.ack_count += 1
+        if tup.roots:
+            value = tup.id ^ tup.ackval
+            for root in tup.roots:
+                self._ack_batch(root_task(root))[0].extend((root, value))
+
+    def fail_tuple(self, tup: Any) -> None:
+        """A bolt fails ``tup``: its trees fail at their spouts, which replay them (once)."""
+        if tup.__class__ is not _TrackedTuple or tup.done:
+            return
+        tup.done = True
+        self.fail_count += 1
+        for root in tup.roots or ():
+            self._ack_batch(root_task(root))[1].append(root)
+
+    def _ack_batch(self, spout_task: int) -> list:
+        batch = self.acks_out.get(spout_task)
+        if batch is None:
+            batch = self.acks_out[spout_task] = [[], []]
+        return batch
+
+    def on_acks(self, frame_bytes: bytes) -> None:
+        """A spout gets acks and fails of its trees (an ACK frame)."""
+        _src, acks, fails = msgpack.unpackb(memoryview(frame_bytes)[DATA_HEADER_SIZE:], raw=False)
+        now = time.monotonic()
+        ack = self.tracker.ack
+        for i in range(0, len(acks), 2):
+            done = ack(acks[i], acks[i + 1], now)
+            if done is not None:
+                self._complete(*done)
+        for root in fails:
+            tup_id = self.tracker.fail(root)
+            if tup_id is not None:
+                self.fail_count += 1
+                self.component.fail(tup_id)
+
+    def _complete(self, tup_id: Any, latency: float) -> None:
+        self.ack_count += 1
+        self.completed += 1
+        self.complete_time += latency
+        self.component.ack(tup_id)
+
+    def expire(self, now: float) -> None:
+        """Trees open past ``topology.message.timeout.secs`` fail and are handed back."""
+        for tup_id in self.tracker.expire(now):
+            self.timeouts += 1
+            self.fail_count += 1
+            self.component.fail(tup_id)
+
 
     def _batch(self, dest: int) -> _Batch:
         batch = self.batches.get(dest)
@@ -261,12 +403,26 @@ class Instance:
             self._send(batch)
 
     def ack(self, tup: Any) -> None:
-        self.ack_count += 1
+        if self.reliable:
+            self.ack_tuple(tup)
+        else:
+            self.ack_count += 1
 
     def fail(self, tup: Any) -> None:
-        self.fail_count += 1
+        if self.reliable:
+            self.fail_tuple(tup)
+        else:
+            self.fail_count += 1
 
     def _runtime_class(self, cls: type) -> type:
+        if self.reliable:  # every emit, ack and fail goes through the collector: tree ids on each
+            self.auto_anchor = bool(getattr(cls, "auto_anchor", True))
+            self.auto_ack = bool(getattr(cls, "auto_ack", True))
+            self.auto_fail = bool(getattr(cls, "auto_fail", True))
+            return cls
+        return self._fast_runtime_class(cls)
+
+    def _fast_runtime_class(self, cls: type) -> type:
         """``cls`` with this instance's fast paths, where it does not override them.
 
         ``emit`` on a stream with no subscriber or one that picks one task (all
@@ -359,13 +515,20 @@ class Instance:
     # batches ---------------------------------------------------------------------
     def _send(self, batch: _Batch) -> None:
         """The batch leaves as one DATA frame (into ``self.out``)."""
-        self.out += data_frame(batch.dest, self._packb([self.task_id, batch.runs]))
+        self.out += data_frame(batch.dest, self._packb([self.task_id, batch.runs]), batch.count())
         batch.clear()
 
     def flush_all(self) -> None:
         for batch in self.batches.values():
             if batch.runs:
                 self._send(batch)
+        if self.acks_out:
+            for spout_task, (acks, fails) in self.acks_out.items():
+                self.out += data_frame(spout_task, self._packb([self.task_id, acks, fails]), 0, ACK)
+            self.acks_out = {}
+        if self.consumed:
+            self.out += control_frame(consumed=self.consumed)
+            self.consumed = 0
 
     # tuples in ----------------------------------------------------------------------
     def on_data(self, frame_bytes: bytes, arrived: float) -> Optional[int]:
@@ -379,6 +542,8 @@ class Instance:
         comp = self.task_component.get(src)
         if comp is None:
             return None
+        if self.reliable:
+            return self._on_tracked(src, comp, runs, arrived)
         process = self.component.process
         make = _ReceivedTuple
         clock = time.perf_counter
@@ -402,6 +567,54 @@ class Instance:
         # process latency: arrival of the batch to the end of each tuple, averaged
         self.process_calls += done
         self.process_time += done * ((t_end - t_start) / 2 + (t_start - arrived))
+        self.consumed += done
+        return done
+
+    def _on_tracked(self, src: int, comp: str, runs: list, arrived: float) -> int:
+        """``on_data`` at least once: each tuple with its tree ids, anchored, acked and failed as the bolt says."""
+        process = self.component.process
+        make = _TrackedTuple
+        clock = time.perf_counter
+        auto_ack, auto_fail = self.auto_ack, self.auto_fail
+        done = 0
+        t_start = clock()
+        for stream, vals, ids in runs:
+            source = self.sources.get((src, stream))
+            if source is None:
+                source = self.sources[src, stream] = TupleSource(comp, stream, src,
+                                                                 self.fields_of.get((comp, stream), ()))
+            for v, tree in zip(vals, ids):
+                tup = make()
+                tup.values = v
+                tup.source = source
+                tup.ackval = 0
+                tup.done = False
+                if tree is None:
+                    tup.id = tup.roots = None
+                else:
+                    tup.id = tree[0]
+                    tup.roots = tree[1:]
+                self.current = tup
+                try:
+                    process(tup)
+                except Exception:
+                    if not auto_fail:
+                        raise
+                    FAILED_TUPLES.warning("task %d: process() raised; the tuple fails and its tree is "
+                                          "replayed", self.task_id, exc_info=True)
+                    self.fail_tuple(tup)
+                else:
+                    if auto_ack:
+                        self.ack_tuple(tup)
+            done += len(vals)
+        self.current = None
+        t_end = clock()
+        self.execute_count += done
+        self.execute_calls += done
+        self.execute_time += t_end - t_start
+        self.process_calls += done
+        self.process_time += done * ((t_end - t_start) / 2 + (t_start - arrived))
+        self.consumed += done
         return done
 
     def tick(self) -> None:
@@ -422,6 +635,8 @@ class Instance:
         n = 0
         emitted = 0
         for n in range(1, calls + 1):
+            if self.max_pending is not None and len(self.tracker) >= self.max_pending:
+                break  # topology.max.spout.pending trees in flight: wait for acks
             e0 = self.emit_count
             next_tuple()
             if self.emit_count != e0:
@@ -467,9 +682,6 @@ def run(env: Any) -> int:
     component = mine[0].id.component
     inst = Instance(env.topology, component, task, env.args.container, env.config,
                     batch_size=int(env.config["squall.instance.batch.size"]))
-    if env.config["topology.reliability.mode"] == "ATLEAST_ONCE":
-        log.warning("topology.reliability.mode is ATLEAST_ONCE but this runtime delivers at-most-once "
-                    "(no tuple tracking yet): spout ack/fail will not be called; see docs/protocol.md")
     stop = []
     signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
     signal.signal(signal.SIGINT, lambda *a: stop.append(1))
@@ -493,6 +705,9 @@ def run(env: Any) -> int:
     next_flush = now + flush_every
     next_metrics = now + bucket
     next_tick = now + tick_freq if tick_freq else float("inf")
+    # spouts at least once: trees past topology.message.timeout.secs fail, checked ten times per timeout
+    expire_every = min(1.0, inst.tracker.timeout / 10)
+    next_expire = now + expire_every if inst.is_spout and inst.reliable else float("inf")
     last_metrics_wall = time.time()
     pending: list = []  # frames read, not yet handled
 
@@ -530,17 +745,43 @@ def run(env: Any) -> int:
         return not out
 
     send_out = send_some if inst.is_spout else send_all
+    in_flow = [0, 0]  # bytes and tuples of the DATA frames read this bucket: the size of a queued tuple
+    throttled_at = [0.0]
+
+    def throttle(on: bool) -> None:
+        """The stream manager's word: stop emitting (a spout), or go on."""
+        if on and not inst.throttled:
+            throttled_at[0] = time.perf_counter()
+        elif inst.throttled and not on:
+            inst.backpressure_time += time.perf_counter() - throttled_at[0]
+        inst.throttled = on
+
+    def queue_depth() -> int:
+        """Tuples this instance has received and not processed: frames waiting for a plan, and the
+        bytes in its socket and reader, in tuples of this bucket's average size."""
+        depth = sum(frame_count(f) for f in pending)
+        waiting = reader.pending + int.from_bytes(fcntl.ioctl(sock, termios.FIONREAD, b"\0\0\0\0"), "little")
+        if waiting and in_flow[1]:
+            depth += round(waiting * in_flow[1] / in_flow[0])
+        in_flow[0] = in_flow[1] = 0
+        return depth
 
     def handle(frames: list) -> None:
         for f in frames:
             ftype = f[4]
             if ftype == DATA:
+                in_flow[0] += len(f)
+                in_flow[1] += frame_count(f)
                 if not inst.initialized or inst.on_data(f, time.perf_counter()) is None:
                     pending.append(f)
                     continue
+            elif ftype == ACK and inst.is_spout:
+                inst.on_acks(f)
             elif ftype == CONTROL:
                 msg = decode_control(f)
-                if msg.physical_plan is not None:
+                if msg.backpressure is not None:
+                    throttle(msg.backpressure.on)
+                elif msg.physical_plan is not None:
                     was_initialized = inst.initialized
                     inst.on_plan(msg.physical_plan)
                     if gc_threshold and inst.initialized and not was_initialized:
@@ -601,17 +842,17 @@ def run(env: Any) -> int:
                 # blocked: wait until the socket takes more, a frame arrives or a timer is due
                 now = time.monotonic()
                 t0 = time.perf_counter()
-                r, _, _ = select.select([sock], [sock], [], max(0.0, min(next_flush, next_metrics) - now))
+                r, _, _ = select.select([sock], [sock], [], max(0.0, min(next_flush, next_metrics, next_expire) - now))
                 inst.backpressure_time += time.perf_counter() - t0
                 if r:
                     read(0)
-            elif inst.is_spout and inst.active and inst.initialized:
+            elif inst.is_spout and inst.active and inst.initialized and not inst.throttled:
                 emitted = inst.spout_burst()
                 send_some()
                 read(0.001 if not emitted else 0)
             else:
                 now = time.monotonic()
-                read(max(0.0, min(next_flush, next_metrics, next_tick) - now))
+                read(max(0.0, min(next_flush, next_metrics, next_tick, next_expire) - now))
             now = time.monotonic()
             if now >= next_flush:
                 inst.flush_all()
@@ -620,9 +861,15 @@ def run(env: Any) -> int:
             if now >= next_tick and inst.initialized:
                 inst.tick()
                 next_tick = now + tick_freq
+            if now >= next_expire:
+                inst.expire(now)
+                next_expire = now + expire_every
             if now >= next_metrics:
                 wall = time.time()
-                metrics.send(inst.metrics_row(wall, wall - last_metrics_wall))
+                if inst.throttled:
+                    throttle(False)
+                    throttle(True)
+                metrics.send(inst.metrics_row(wall, wall - last_metrics_wall, queue_depth()))
                 last_metrics_wall = wall
                 next_metrics = now + bucket
         if not inst.is_spout:

@@ -24,7 +24,7 @@ from typing import Any, Optional
 import psutil
 
 from squall.idl import schema
-from squall.runtime.protocol import Connection, ProtocolError, control_frame, decode_control
+from squall.runtime.protocol import Connection, HandshakeGate, ProtocolError, control_frame, decode_control
 
 log = logging.getLogger(__name__)
 
@@ -223,8 +223,10 @@ class MetricsManager:
 
         self.loop = asyncio.get_running_loop()
         listener = socket.socket(fileno=int(self.env.launch["metricsmgr_fd"]))
+        gate = HandshakeGate()
         server = await self.loop.create_server(
-            lambda: Connection(self, self.env.name, self.env.secret, True, self.env.max_frame), sock=listener)
+            lambda: Connection(self, self.env.name, self.env.secret, True, self.env.max_frame, gate=gate),
+            sock=listener)
         call = self.loop.call_soon_threadsafe
         # registering a ZooKeeper watch reads the node: not on the loop
         cancel = await asyncio.to_thread(self.env.state.watch, Kind.PACKING_PLAN, self.env.name,

@@ -2,12 +2,16 @@
 
 Every message is a frame: a 4-byte big-endian length of what follows, a
 1-byte frame type, then the body. Bodies are Thrift structs of the IDL
-(CHALLENGE, HELLO, CONTROL) or, for DATA, a 4-byte destination task id
-followed by a msgpack batch that only the destination instance decodes.
+(CHALLENGE, HELLO, CONTROL) or, for DATA and ACK, a 4-byte destination task
+id and a 4-byte tuple count followed by a msgpack batch that only the
+destination instance decodes.
 
 Every connection starts with the server's CHALLENGE (a random nonce) and the
-client's HELLO carrying HMAC-SHA256(secret, nonce). Nothing else is read
-before a valid HELLO; a malformed or unexpected frame closes the connection.
+client's HELLO carrying HMAC-SHA256(secret, nonce) and the protocol version.
+Before a valid HELLO a connection may send one frame of at most
+``HANDSHAKE_MAX_FRAME`` bytes within ``HANDSHAKE_SECS``, and a listener holds
+at most ``HANDSHAKE_MAX_PENDING`` such connections; anything else closes it,
+logged at a bounded rate (``RateLimitedLog``).
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import logging
 import os
 import socket
 import struct
+import time
 from typing import Any, Callable, Optional
 
 from squall.errors import SquallError
@@ -25,14 +30,23 @@ from squall.idl import DecodeError, decode, encode, schema
 
 log = logging.getLogger(__name__)
 
-CHALLENGE, HELLO, DATA, CONTROL = 1, 2, 3, 4
-FRAME_TYPES = {CHALLENGE: "CHALLENGE", HELLO: "HELLO", DATA: "DATA", CONTROL: "CONTROL"}
+CHALLENGE, HELLO, DATA, CONTROL, ACK = 1, 2, 3, 4, 5
+FRAME_TYPES = {CHALLENGE: "CHALLENGE", HELLO: "HELLO", DATA: "DATA", CONTROL: "CONTROL", ACK: "ACK"}
+ROUTED = (DATA, ACK)  # frames a stream manager forwards by their destination task
+
+# 2: DATA/ACK headers carry a tuple count, ACK frames exist, HELLO carries the version.
+PROTOCOL_VERSION = 2
 
 HEADER = struct.Struct(">IB")  # length of (type + body), type
 DEST = struct.Struct(">I")
+DEST_COUNT = struct.Struct(">II")  # destination task, tuples in the batch
 HEADER_SIZE = HEADER.size  # 5
-DATA_HEADER_SIZE = HEADER_SIZE + DEST.size  # 9
+DATA_HEADER_SIZE = HEADER_SIZE + DEST_COUNT.size  # 13
 DEFAULT_MAX_FRAME = 64 * 1024 * 1024
+
+HANDSHAKE_MAX_FRAME = 4096  # a CHALLENGE or HELLO is ~100 bytes
+HANDSHAKE_SECS = 5.0
+HANDSHAKE_MAX_PENDING = 64
 
 
 class ProtocolError(SquallError):
@@ -44,9 +58,14 @@ def frame(ftype: int, body: bytes) -> bytes:
     return HEADER.pack(len(body) + 1, ftype) + body
 
 
-def data_frame(dest_task: int, payload: bytes) -> bytes:
-    """A DATA frame for ``dest_task`` around an already packed msgpack batch."""
-    return HEADER.pack(len(payload) + 5, DATA) + DEST.pack(dest_task) + payload
+def data_frame(dest_task: int, payload: bytes, count: int = 0, ftype: int = DATA) -> bytes:
+    """A DATA (or ACK) frame for ``dest_task`` around an already packed msgpack batch of ``count`` tuples."""
+    return HEADER.pack(len(payload) + 9, ftype) + DEST_COUNT.pack(dest_task, count) + payload
+
+
+def frame_count(frame_bytes: Any) -> int:
+    """Tuples in a DATA frame, from its header."""
+    return DEST_COUNT.unpack_from(frame_bytes, HEADER_SIZE)[1]
 
 
 def control_frame(**fields: Any) -> bytes:
@@ -89,7 +108,7 @@ def make_hello(secret: str, challenge_frame: bytes, role: int, container: int,
     challenge = decode_body(challenge_frame, schema.Challenge, "CHALLENGE")
     hello = schema.Hello(
         topology_name=challenge.topology_name, role=role, proof=proof(secret, challenge.nonce),
-        container=container, pid=os.getpid(), task_id=task_id, component=component,
+        container=container, pid=os.getpid(), task_id=task_id, component=component, version=PROTOCOL_VERSION,
     )
     return frame(HELLO, encode(hello))
 
@@ -103,6 +122,9 @@ def check_hello(frame_bytes: bytes, topology: str, secret: str, nonce: bytes) ->
         raise ProtocolError(f"HELLO for topology {hello.topology_name!r}, this is {topology!r}")
     if not hmac.compare_digest(bytes(hello.proof), proof(secret, nonce)):
         raise ProtocolError("HELLO with a wrong secret")
+    if hello.version != PROTOCOL_VERSION:
+        raise ProtocolError(f"peer speaks wire protocol version {hello.version or 1}, this process speaks "
+                            f"{PROTOCOL_VERSION}: processes of one topology must run the same Squall version")
     return hello
 
 
@@ -116,13 +138,14 @@ class FrameReader:
         self.buf = bytearray()
         self.max_frame = max_frame
 
-    def feed(self, data: bytes) -> list:
+    def feed(self, data: bytes, most: int = 0) -> list:
+        """Whole frames of what was fed so far (at most ``most`` of them when it is not 0)."""
         buf = self.buf
         buf += data
         frames = []
         pos, end = 0, len(buf)
         unpack = HEADER.unpack_from
-        while end - pos >= HEADER_SIZE:
+        while end - pos >= HEADER_SIZE and not (most and len(frames) >= most):
             length, ftype = unpack(buf, pos)
             if length < 1 or length > self.max_frame:
                 raise ProtocolError(f"frame length {length} out of range (max {self.max_frame})")
@@ -131,8 +154,8 @@ class FrameReader:
             stop = pos + 4 + length
             if stop > end:
                 break
-            if ftype == DATA and length < 5:
-                raise ProtocolError("DATA frame without a destination")
+            if ftype in ROUTED and length < 9:
+                raise ProtocolError(f"{FRAME_TYPES[ftype]} frame without a destination and count")
             frames.append(bytes(buf[pos:stop]))
             pos = stop
         if pos:
@@ -163,13 +186,14 @@ class BlockingConnection:
             raise ProtocolError(f"cannot connect to {host}:{port}: {e}") from e
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         bound_buffers(sock)
-        conn = cls(sock, max_frame)
+        conn = cls(sock, HANDSHAKE_MAX_FRAME)
         try:
             challenge = conn.recv_frame(timeout)
             sock.sendall(make_hello(secret, challenge, role, container, task_id, component))
         except BaseException:
             sock.close()
             raise
+        conn.reader.max_frame = max_frame
         sock.settimeout(None)
         return conn
 
@@ -198,6 +222,47 @@ class BlockingConnection:
             pass
 
 
+# --------------------------------------------------------------- limits
+class HandshakeGate:
+    """One listener's connections that have not yet proved the secret: at most ``limit`` at once."""
+
+    def __init__(self, limit: int = HANDSHAKE_MAX_PENDING):
+        self.limit = limit
+        self.pending = 0
+
+    def enter(self) -> bool:
+        if self.pending >= self.limit:
+            return False
+        self.pending += 1
+        return True
+
+    def leave(self) -> None:
+        self.pending -= 1
+
+
+class RateLimitedLog:
+    """At most one line per ``every`` seconds; the lines held back are counted in the next one."""
+
+    def __init__(self, logger: logging.Logger, every: float = 10.0):
+        self.logger = logger
+        self.every = every
+        self.last = float("-inf")
+        self.suppressed = 0
+
+    def warning(self, msg: str, *args: Any, **kwargs: Any) -> None:
+        now = time.monotonic()
+        if now - self.last < self.every:
+            self.suppressed += 1
+            return
+        if self.suppressed:
+            msg += f" ({self.suppressed} more like it in the last {now - self.last:.0f}s, not logged)"
+        self.last, self.suppressed = now, 0
+        self.logger.warning(msg, *args, **kwargs)
+
+
+REFUSALS = RateLimitedLog(log)
+
+
 # --------------------------------------------------------------- asyncio
 class Connection(asyncio.Protocol):
     """One authenticated connection of an asyncio process (stmgr, tmaster, metricsmgr).
@@ -210,12 +275,15 @@ class Connection(asyncio.Protocol):
 
     def __init__(self, handler: Any, topology: str, secret: str, server: bool,
                  max_frame: int = DEFAULT_MAX_FRAME, hello_args: Optional[dict] = None,
-                 name: str = "?"):
+                 name: str = "?", gate: Optional["HandshakeGate"] = None):
         self.handler = handler
         self.topology = topology
         self.secret = secret
         self.server = server
-        self.reader = FrameReader(max_frame)
+        self.max_frame = max_frame
+        self.reader = FrameReader(HANDSHAKE_MAX_FRAME)  # the peer's first frame must be small
+        self.gate = gate
+        self._deadline: Any = None
         self.hello_args = hello_args or {}
         self.name = name
         self.transport: Optional[asyncio.Transport] = None
@@ -240,14 +308,34 @@ class Connection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         if self.server:
             self.name = f"{peer[0]}:{peer[1]}" if peer else "?"
+            if self.gate is not None and not self.gate.enter():
+                self.gate = None
+                self.abort(f"{HANDSHAKE_MAX_PENDING} connections are already handshaking on this port")
+                return
+            self._deadline = asyncio.get_event_loop().call_later(HANDSHAKE_SECS, self._handshake_late)
             self.nonce, challenge = make_challenge(self.topology)
             transport.write(challenge)
+
+    def _handshake_late(self) -> None:
+        if not self.authenticated:
+            self.abort(f"no valid HELLO within {HANDSHAKE_SECS:g}s")
+
+    def _handshake_over(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        if self.gate is not None:
+            self.gate.leave()
+            self.gate = None
 
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
         try:
-            frames = self.reader.feed(data)
+            if self.authenticated:
+                frames = self.reader.feed(data)
+            else:  # the first frame alone, with the handshake's size limit
+                frames = self.reader.feed(data, most=1)
             if not self.authenticated and frames:
                 first = frames.pop(0)
                 if self.server:
@@ -258,7 +346,10 @@ class Connection(asyncio.Protocol):
                 else:
                     self.transport.write(make_hello(self.secret, first, **self.hello_args))
                 self.authenticated = True
+                self.reader.max_frame = self.max_frame
+                self._handshake_over()
                 self.handler.ready(self)
+                frames = self.reader.feed(b"")  # what came after it
             if frames and self.authenticated:
                 self.handler.frames(self, frames)
         except ProtocolError as e:
@@ -266,6 +357,7 @@ class Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Optional[Exception]) -> None:
         self.closed = True
+        self._handshake_over()
         self._report_lost()
 
     def _report_lost(self) -> None:
@@ -302,8 +394,12 @@ class Connection(asyncio.Protocol):
 
     def abort(self, why: str) -> None:
         if not self.closed:
-            log.warning("closing connection %s: %s", self.name, why)
+            if self.authenticated:
+                log.warning("closing connection %s: %s", self.name, why)
+            else:  # anyone can open connections: their refusals are logged at a bounded rate
+                REFUSALS.warning("refused connection %s: %s", self.name, why)
             self.closed = True
+            self._handshake_over()
             self.transport.abort()
             self._report_lost()
 

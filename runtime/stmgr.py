@@ -20,10 +20,16 @@ drops its old connection and registers with the new leader. Routing never
 waits for a topology master: it runs on the last physical plan.
 
 Backpressure: every outbound connection has asyncio write-buffer limits at the
-high/low water marks (``squall.stmgr.backpressure.high.mb``/``low.mb``). While
-any is over the mark this stream manager stops reading its local spouts and
-tells every other stream manager to do the same, until all are back under the
-low mark.
+high/low water marks (``squall.stmgr.backpressure.high.mb``/``low.mb``), and
+every local instance's queue is bounded in time (``QueueBound``,
+``squall.stmgr.max.queue.secs``). While any is over its mark this stream
+manager tells its local spouts to stop emitting (CONTROL ``backpressure``),
+stops reading them, and tells every other stream manager to do the same,
+until all are back under the low mark. Telling spouts matters: what a spout
+had written before its stream manager stopped reading it would otherwise
+wait in kernel buffers and flood the queue when reading resumes.
+
+ACK frames (at-least-once) are routed exactly like DATA frames.
 """
 from __future__ import annotations
 
@@ -37,8 +43,9 @@ from typing import Any, Callable, Optional
 
 from squall.idl import schema
 from squall.runtime.metrics_sender import MetricsSender
-from squall.runtime.protocol import (DATA, DEST, HEADER_SIZE, Connection, ProtocolError,
-                                     control_frame, decode_control)
+from squall.runtime.protocol import (CONTROL, DEST_COUNT, HEADER_SIZE, ROUTED, Connection, HandshakeGate,
+                                     ProtocolError, control_frame, decode_control)
+from squall.runtime.queue_bound import QueueBound
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +84,7 @@ class StreamManager:
                  high_bytes: int, low_bytes: int, max_frame: int,
                  tmaster_locator: Optional[Callable[[], Any]] = None,
                  metrics_port: Optional[int] = None, heartbeat_secs: float = 5.0,
-                 bucket_secs: float = 5.0, stale_secs: float = STALE_SECS):
+                 bucket_secs: float = 5.0, stale_secs: float = STALE_SECS, max_queue_secs: float = 1.0):
         self.topology = topology
         self.secret = secret
         self.container = container
@@ -97,7 +104,10 @@ class StreamManager:
         self.peers: dict = {}  # container -> _PeerLink
         self.pplan: Any = None
         self.pplan_frame: Optional[bytes] = None
-        self.congested: set = set()
+        self.congested: set = set()  # connections over their byte water mark, or local queues over their bound
+        self.max_queue_secs = max_queue_secs
+        self.queues: dict = {}  # task -> QueueBound of its local instance
+        self.gate = HandshakeGate()
         self.bp_self = False
         self.bp_remote: set = set()
         self.bp_since: Optional[float] = None
@@ -118,7 +128,7 @@ class StreamManager:
     # connection handler --------------------------------------------------------
     def _conn(self, server: bool, tag: Any = None, **hello: Any) -> Connection:
         c = Connection(self, self.topology, self.secret, server, self.max_frame,
-                       hello_args=hello or None)
+                       hello_args=hello or None, gate=self.gate if server else None)
         c.tag = tag
         return c
 
@@ -133,6 +143,7 @@ class StreamManager:
                 old.close()
             conn.tag = ("instance", hello.task_id, hello.component, hello.pid)
             self.local[hello.task_id] = conn
+            self.queues[hello.task_id] = QueueBound(self.max_queue_secs)
             return True
         if hello.role == schema.Role.STMGR:
             conn.tag = ("peer_in", hello.container)
@@ -148,6 +159,7 @@ class StreamManager:
             log.info("task %d (%s, pid %d) connected", task, conn.tag[2], conn.tag[3])
             if conn.tag[2] in self.spouts and self._throttled():
                 conn.pause_reading(True)
+                conn.write(self.throttle_frame(True))
             if self.pplan is not None and any(i.id.task_id == task for i in self.pplan.instances):
                 conn.write(self.pplan_frame)
             self.schedule_register()
@@ -168,12 +180,15 @@ class StreamManager:
     def lost(self, conn: Connection) -> None:
         self.congested.discard(conn)
         tag = conn.tag
+        if tag is not None and tag[0] == "instance" and self.local.get(tag[1]) is conn:
+            self.congested.discard(tag[1])
         if tag is None or self.closing:
             return
         kind = tag[0]
         if kind == "instance":
             if self.local.get(tag[1]) is conn:
                 del self.local[tag[1]]
+                self.queues.pop(tag[1], None)
                 if self.stale.pop(tag[1], None) is not None:
                     log.info("task %d (retired) disconnected; its route is gone", tag[1])
                 else:
@@ -209,17 +224,22 @@ class StreamManager:
         kind = conn.tag[0]
         if kind == "instance":
             for f in frames:
-                if f[4] == DATA:
+                if f[4] in ROUTED:
                     self.route(f)
+                elif f[4] == CONTROL:
+                    msg = decode_control(f)
+                    if msg.consumed is None:
+                        raise ProtocolError(f"unexpected control message from task {conn.tag[1]}")
+                    self.on_consumed(conn, msg.consumed)
                 else:
                     raise ProtocolError(f"unexpected frame type {f[4]} from task {conn.tag[1]}")
         elif kind == "peer_in":
-            local = self.local
             for f in frames:
-                if f[4] == DATA:
-                    c = local.get(DEST.unpack_from(f, HEADER_SIZE)[0])
+                if f[4] in ROUTED:
+                    dest, count = DEST_COUNT.unpack_from(f, HEADER_SIZE)
+                    c = self.local.get(dest)
                     if c is not None:
-                        c.write(f)
+                        self.deliver(dest, c, f, count)
                         self.forwarded_frames += 1
                     else:
                         self.dropped_frames += 1
@@ -241,8 +261,21 @@ class StreamManager:
             raise ProtocolError(f"unexpected frames on a {kind} connection")
 
     # routing --------------------------------------------------------------------
+    def deliver(self, task: int, conn: Connection, f: bytes, count: int) -> None:
+        """A frame to a local instance; its queue may go over its bound."""
+        conn.write(f)
+        if count and self.queues[task].delivered(count):
+            self.congested.add(task)
+            self._update_congestion()
+
+    def on_consumed(self, conn: Connection, tuples: int) -> None:
+        task = conn.tag[1]
+        if self.queues[task].consumed(tuples, time.monotonic()):
+            self.congested.discard(task)
+            self._update_congestion()
+
     def route(self, f: bytes) -> None:
-        dest = DEST.unpack_from(f, HEADER_SIZE)[0]
+        dest, count = DEST_COUNT.unpack_from(f, HEADER_SIZE)
         where = self.task_container.get(dest)
         if where is None:
             # a task that left the plan (senders batched with the old plan) or none known yet
@@ -250,7 +283,7 @@ class StreamManager:
             where = self.container if stale is None else stale[0]
         c = self.local.get(dest) if where == self.container else None
         if c is not None:
-            c.write(f)
+            self.deliver(dest, c, f, count)
         else:
             link = self.peers.get(where)
             if link is None:
@@ -341,6 +374,9 @@ class StreamManager:
     def _throttled(self) -> bool:
         return self.bp_self or bool(self.bp_remote)
 
+    def throttle_frame(self, on: bool) -> bytes:
+        return control_frame(backpressure=schema.Backpressure(self.container, on))
+
     def _apply_throttle(self) -> None:
         throttled = self._throttled()
         now = time.monotonic()
@@ -349,9 +385,12 @@ class StreamManager:
         elif not throttled and self.bp_since is not None:
             self.bp_time += now - self.bp_since
             self.bp_since = None
+        frame = None
         for conn in self.local.values():
-            if conn.tag[2] in self.spouts:
+            if conn.tag[2] in self.spouts and conn.paused != throttled:
                 conn.pause_reading(throttled)
+                frame = frame or self.throttle_frame(throttled)
+                conn.write(frame)  # the spout stops (or resumes) emitting
 
     def backpressure_ms(self) -> float:
         """Time throttled since the last call, ms."""
@@ -450,7 +489,9 @@ class StreamManager:
     def metrics_row(self, now: float, interval: float) -> Any:
         import json
 
+        queued = {task: q.queued for task, q in self.queues.items()}
         user = {"frames_forwarded": self.forwarded_frames, "bytes_forwarded": self.forwarded_bytes,
+                "queued_tuples": queued,
                 "frames_dropped": self.dropped_frames, "backpressure_episodes": self.bp_episodes,
                 "unsent_bytes": sum(c.unsent() for c in self.local.values())
                 + sum(l.unsent() for l in self.peers.values())}
@@ -461,7 +502,7 @@ class StreamManager:
         self.forwarded_frames = self.forwarded_bytes = self.dropped_frames = self.bp_episodes = 0
         return schema.MetricsRow(
             ts=now, interval_secs=interval, process="stmgr", component="__stmgr", task_id=None,
-            emit_count=0, execute_count=0, ack_count=0, fail_count=0, queue_depth=0,
+            emit_count=0, execute_count=0, ack_count=0, fail_count=0, queue_depth=sum(queued.values()),
             backpressure_ms=bp_ms, user=json.dumps(user), pid=os.getpid(),
             container=self.container)
 
@@ -532,6 +573,7 @@ def run(env: Any) -> int:
         metrics_port=env.launch.get("metricsmgr_port"),
         heartbeat_secs=float(env.config["squall.heartbeat.interval.secs"]),
         bucket_secs=float(env.config["topology.builtin.metrics.bucket.size.secs"]),
+        max_queue_secs=float(env.config["squall.stmgr.max.queue.secs"]),
     )
     listener = socket.socket(fileno=int(env.launch["stmgr_fd"]))
     loop = asyncio.new_event_loop()

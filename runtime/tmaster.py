@@ -18,7 +18,8 @@ from typing import Any, Optional
 
 from squall.idl import schema
 from squall.runtime.metrics_sender import MetricsSender
-from squall.runtime.protocol import Connection, ProtocolError, control_frame, decode_control, listen_socket
+from squall.runtime.protocol import (Connection, HandshakeGate, ProtocolError, control_frame, decode_control,
+                                     listen_socket)
 
 log = logging.getLogger(__name__)
 
@@ -185,6 +186,7 @@ class TMaster:
         self.hb_timeout = float(env.config["squall.heartbeat.timeout.secs"])
         self._writes: Optional[asyncio.Queue] = None
         self.unpublished = False  # a plan change came while leadership was unconfirmed
+        self.gate = HandshakeGate()
 
     def leading(self) -> bool:
         """In a term: connections are served (leader-only work also needs ``election.holds()``)."""
@@ -426,7 +428,7 @@ class TMaster:
 
 
 def _conn(handler: Any, env: Any) -> Connection:
-    return Connection(handler, env.name, env.secret, True, env.max_frame)
+    return Connection(handler, env.name, env.secret, True, env.max_frame, gate=handler.gate)
 
 
 def run(env: Any) -> int:

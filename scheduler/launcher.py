@@ -88,11 +88,6 @@ def submit(
     name = topology.name
     topology = with_cluster_layer(topology, base)
     config = topology_config(topology, base)
-    if config["topology.reliability.mode"] != "ATMOST_ONCE":
-        raise SubmitError(
-            f"topology.reliability.mode={config['topology.reliability.mode']}: this version runs "
-            "topologies at-most-once only (XOR acking is not built yet); set ATMOST_ONCE"
-        )
     scheduler = make_scheduler(cluster, state)
     address = StateAddress.from_config(base)
     plan = pack(topology, base)  # refuses impossible requests before anything starts

@@ -2,7 +2,7 @@
 
 The public topology API: spouts, bolts, streams, groupings and builders.
 """
-from squall.component import Bolt, Spout, TopologyContext, Tuple
+from squall.component import Bolt, ReliableSpout, Spout, TopologyContext, Tuple
 from squall.errors import SquallError, TopologyError
 from squall.metrics import CountMetric, MeanMetric, MultiCountMetric
 from squall.stream import CustomGrouping, Grouping, Stream
@@ -17,6 +17,7 @@ __all__ = [
     "Grouping",
     "MeanMetric",
     "MultiCountMetric",
+    "ReliableSpout",
     "Spout",
     "SquallError",
     "Stream",

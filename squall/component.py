@@ -235,7 +235,19 @@ class Spout(Component):
 
 
 class Bolt(Component):
-    """A transform or sink. Override ``process`` (and ``process_tick`` for ticks)."""
+    """A transform or sink. Override ``process`` (and ``process_tick`` for ticks).
+
+    At least once (``topology.reliability.mode: ATLEAST_ONCE``) a bolt follows
+    streamparse's defaults, each a class attribute it can switch off:
+    ``auto_anchor`` (an emit inside ``process`` is anchored to the tuple being
+    processed), ``auto_ack`` (the tuple is acked when ``process`` returns) and
+    ``auto_fail`` (it is failed when ``process`` raises, and the bolt goes on).
+    A second ``ack``/``fail`` of a tuple is ignored.
+    """
+
+    auto_anchor = True
+    auto_ack = True
+    auto_fail = True
 
     def process(self, tup: Tuple) -> None:
         """Handle one tuple."""
@@ -269,3 +281,57 @@ class Bolt(Component):
     ) -> ComponentSpec:
         """A component spec for the class DSL."""
         return ComponentSpec(name, "BOLT", cls, par, inputs, config)
+
+
+class ReliableSpout(Spout):
+    """A spout that replays failed tuples: each id is emitted again when its tree fails or times
+    out, at most ``max_retries`` times; then ``on_give_up(tup_id, values)`` is called.
+
+    Emit with an id as usual (``self.emit(values, tup_id=...)``); override
+    ``on_ack(tup_id)`` to learn of completed ids (e.g. to commit an offset) and
+    ``on_give_up`` for ids that keep failing. Ids must be unique among those in
+    flight. A subclass that overrides ``ack`` or ``fail`` must call these.
+    """
+
+    max_retries = 3
+
+    def _replay_state(self) -> tuple:
+        try:
+            return self.__inflight, self.__retries
+        except AttributeError:
+            self.__inflight: dict = {}  # tup_id -> (values, stream, direct_task)
+            self.__retries: dict = {}  # tup_id -> replays so far
+            return self.__inflight, self.__retries
+
+    def emit(self, values: Sequence[Any], tup_id: Any = None, stream: str = DEFAULT_STREAM,
+             direct_task: Optional[int] = None) -> tuple:
+        if tup_id is not None:
+            self._replay_state()[0][tup_id] = (values, stream, direct_task)
+        return super().emit(values, tup_id, stream, direct_task)
+
+    def ack(self, tup_id: Any) -> None:
+        inflight, retries = self._replay_state()
+        inflight.pop(tup_id, None)
+        retries.pop(tup_id, None)
+        self.on_ack(tup_id)
+
+    def fail(self, tup_id: Any) -> None:
+        inflight, retries = self._replay_state()
+        entry = inflight.get(tup_id)
+        if entry is None:
+            return
+        tries = retries.get(tup_id, 0)
+        if tries >= self.max_retries:
+            del inflight[tup_id]
+            retries.pop(tup_id, None)
+            self.on_give_up(tup_id, entry[0])
+            return
+        retries[tup_id] = tries + 1
+        values, stream, direct_task = entry
+        super().emit(values, tup_id, stream, direct_task)
+
+    def on_ack(self, tup_id: Any) -> None:
+        """The tree of ``tup_id`` completed."""
+
+    def on_give_up(self, tup_id: Any, values: Sequence[Any]) -> None:
+        """``tup_id`` failed ``max_retries`` + 1 times: it is not emitted again."""

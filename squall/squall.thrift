@@ -228,6 +228,8 @@ struct Hello {
   5: required i32 pid,
   6: optional i32 task_id,
   7: optional string component,
+  // the wire protocol's version (runtime/protocol.py PROTOCOL_VERSION); another is refused
+  8: optional i32 version,
 }
 
 // stmgr -> tmaster, sent again whenever its set of local instances changes.
@@ -307,4 +309,6 @@ struct Control {
   6: optional list<MetricsRow> metrics,
   7: optional MetricsQuery metrics_query,
   8: optional MetricsResponse metrics_response,
+  // instance -> its stmgr: tuples of DATA frames it has processed since the last report
+  9: optional i64 consumed,
 }

@@ -9,7 +9,8 @@ import msgpack
 import pytest
 
 from squall.idl import schema
-from squall.runtime.protocol import (DATA, BlockingConnection, FrameReader, ProtocolError, data_frame, frame,
+from squall.runtime.protocol import (DATA, DATA_HEADER_SIZE, BlockingConnection, FrameReader, ProtocolError,
+                                     data_frame, frame,
                                      frame_dest, listen_socket)
 from squall.runtime.stmgr import StreamManager
 
@@ -64,7 +65,7 @@ def test_local_routing_without_decoding(stmgr):
     payload = b"\xc1 not even msgpack"  # the stream manager must not decode it
     a.send(data_frame(2, payload))
     got = b.recv_frame(5)
-    assert frame_dest(got) == 2 and got[9:] == payload
+    assert frame_dest(got) == 2 and got[DATA_HEADER_SIZE:] == payload
 
 
 def test_wrong_secret_is_refused(stmgr):

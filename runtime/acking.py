@@ -1,0 +1,102 @@
+"""At-least-once: Storm's XOR tuple trees, tracked by the spout's own task.
+
+Every tuple a spout emits with an id starts a tree with a random *root*;
+every copy of a tuple that goes to a task gets a random 64-bit *edge id*.
+The tracker keeps, per root, the XOR of the edge ids still open: it starts
+with the edge ids of the spout tuple's copies; a bolt that acks a tuple sends
+``tuple's edge id XOR the edge ids of the tuples it emitted anchored to it``,
+which closes that edge and opens the new ones. The XOR is zero exactly when
+every edge of the tree has been acked (up to a 2**-64 chance): the spout's
+``ack(tup_id)`` runs. An explicit fail, or ``topology.message.timeout.secs``
+without completion, runs ``fail(tup_id)``.
+
+Where the trees are tracked: in the spout task itself, not in acker tasks
+(Storm) or the spout's stream manager (Heron). A root carries its spout's
+task id in its top 16 bits, so a bolt sends its acks (ACK frames) straight
+to that task through the stream managers, which route them like data. No
+process is added, the stream manager still never decodes a batch, and a
+spout that dies takes its open trees with it: it starts again from its own
+source, which is what a reliable source does anyway (e.g. a Kafka offset).
+
+``AckTracker`` is a pure state machine: the time is an argument.
+"""
+from __future__ import annotations
+
+import random
+from typing import Any, Optional
+
+TASK_SHIFT = 48
+MAX_SPOUT_TASK = (1 << (64 - TASK_SHIFT)) - 1
+
+_random = random.Random().getrandbits  # seeded from os.urandom: every process has its own sequence
+
+
+def new_root(spout_task: int) -> int:
+    """A tree root naming its spout task (top 16 bits) and 48 random bits (never all zero)."""
+    return (spout_task << TASK_SHIFT) | (_random(TASK_SHIFT) or 1)
+
+
+def root_task(root: int) -> int:
+    """The spout task that tracks ``root``'s tree."""
+    return root >> TASK_SHIFT
+
+
+def new_edge() -> int:
+    """A random, non-zero 64-bit edge id."""
+    return _random(64) or 1
+
+
+class AckTracker:
+    """The open trees of one spout task: root -> [tup_id, xor of open edges, emitted at].
+
+    The dict keeps emission order (a tree's entry is made when it starts and
+    never moved), so the trees to time out are always at its front.
+    """
+
+    def __init__(self, timeout: float):
+        self.timeout = timeout
+        self.trees: dict = {}
+
+    def __len__(self) -> int:
+        return len(self.trees)
+
+    def start(self, root: int, tup_id: Any, xor: int, now: float) -> bool:
+        """A tree whose first edges XOR to ``xor``; False if it is complete already (no edge at all)."""
+        if xor == 0:
+            return False
+        self.trees[root] = [tup_id, xor, now]
+        return True
+
+    def ack(self, root: int, value: int, now: float) -> Optional[tuple]:
+        """Close and open edges of ``root``'s tree: ``(tup_id, seconds since emitted)`` once it is complete.
+
+        An unknown root (completed, failed, timed out, or of another run of this
+        task) is ignored.
+        """
+        entry = self.trees.get(root)
+        if entry is None:
+            return None
+        entry[1] ^= value
+        if entry[1]:
+            return None
+        del self.trees[root]
+        return entry[0], now - entry[2]
+
+    def fail(self, root: int) -> Optional[Any]:
+        """The tree failed: its tup_id (None if it is not open)."""
+        entry = self.trees.pop(root, None)
+        return None if entry is None else entry[0]
+
+    def expire(self, now: float) -> list:
+        """The tup_ids of trees open for ``timeout`` seconds or more, removed, oldest first."""
+        expired = []
+        cutoff = now - self.timeout
+        trees = self.trees
+        while trees:
+            root = next(iter(trees))
+            entry = trees[root]
+            if entry[2] > cutoff:
+                break
+            del trees[root]
+            expired.append(entry[0])
+        return expired
