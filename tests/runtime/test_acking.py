@@ -1,0 +1,205 @@
+"""At-least-once without sockets: the tracker's rules, and instances wired by hand (frames moved by the test)."""
+import os
+
+import pytest
+
+from squall import Bolt, Spout
+from squall.idl import schema
+from squall.loader import load_topology_file
+from squall.runtime.acking import AckTracker, new_edge, new_root, root_task
+from squall.runtime.instance import Instance
+from squall.runtime.protocol import ACK, CONTROL, DATA, FrameReader, decode_control, frame_dest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def test_a_tree_completes_when_every_edge_is_acked():
+    t = AckTracker(timeout=30)
+    a, b, c = 0x1111, 0x2222, 0x4444
+    assert t.start(root=7, tup_id="x", xor=a ^ b, now=0.0)
+    assert t.ack(7, a ^ c, now=1.0) is None  # a closed, c (its child) opened
+    assert t.ack(7, b, now=2.0) is None
+    assert t.ack(7, c, now=3.0) == ("x", 3.0)
+    assert len(t) == 0
+    assert t.ack(7, c, now=4.0) is None, "an unknown root must be ignored"
+
+
+def test_fail_and_expiry_hand_the_id_back_once_oldest_first():
+    t = AckTracker(timeout=10)
+    for i, root in enumerate((1, 2, 3)):
+        t.start(root, f"id{root}", 0x5 + i, now=float(i))
+    assert t.fail(2) == "id2" and t.fail(2) is None
+    assert t.expire(now=10.5) == ["id1"]
+    assert t.expire(now=12.0) == ["id3"] and len(t) == 0
+    assert not t.start(9, "nothing", 0, now=0.0), "a tree without edges is complete at once"
+
+
+def test_roots_name_their_spout_task_and_ids_are_never_zero():
+    roots = {new_root(513) for _ in range(1000)}
+    assert len(roots) == 1000 and all(root_task(r) == 513 for r in roots)
+    assert all(new_edge() != 0 for _ in range(1000))
+
+
+class Wiring:
+    """Instances of rt_reliable (ids: task 2, double: task 1, sink: tasks 3 and 4) and a hand-made stmgr."""
+
+    def __init__(self, ids, double, sinks):
+        self.topology = load_topology_file(os.path.join(HERE, "topologies", "rt_reliable.py")).plan
+        self.tasks = {2: Instance(self.topology, "ids", 2, 1, None, component_obj=ids),
+                      1: Instance(self.topology, "double", 1, 1, None, component_obj=double),
+                      3: Instance(self.topology, "sink", 3, 1, None, component_obj=sinks[0]),
+                      4: Instance(self.topology, "sink", 4, 1, None, component_obj=sinks[1])}
+        names = {2: "ids", 1: "double", 3: "sink", 4: "sink"}
+        plan = schema.PhysicalPlan(
+            topology_name="rt_reliable", packing_plan_id="p", status=schema.TopologyStatus.RUNNING,
+            tmaster=schema.TMasterLocation(topology_name="rt_reliable", host="h", control_port=1, pid=1, run_id="r"),
+            stmgrs=[schema.StMgrLocation(container=1, host="h", data_port=2, pid=1)],
+            instances=[schema.InstanceLocation(id=schema.InstanceId(names[t], t, 0), container=1, pid=t)
+                       for t in names])
+        for inst in self.tasks.values():
+            inst.on_plan(plan)
+        self.lost = set()  # tasks whose input is dropped (a dead process)
+        self.consumed = 0
+
+    def pump(self):
+        """Move frames until nothing moves."""
+        moved = True
+        while moved:
+            moved = False
+            for inst in self.tasks.values():
+                inst.flush_all()
+                data, reader = bytes(inst.out), FrameReader()
+                inst.out.clear()
+                for f in reader.feed(data):
+                    moved = True
+                    if f[4] == CONTROL:
+                        self.consumed += decode_control(f).consumed
+                        continue
+                    dest = frame_dest(f)
+                    if dest in self.lost:
+                        continue
+                    if f[4] == DATA:
+                        self.tasks[dest].on_data(f, 0.0)
+                    else:
+                        assert f[4] == ACK
+                        self.tasks[dest].on_acks(f)
+
+
+class Ids(Spout):
+    def __init__(self, n):
+        self.todo = list(range(n))
+        self.acked, self.failed = [], []
+
+    def initialize(self, config, context):
+        pass
+
+    def next_tuple(self):
+        if self.todo:
+            n = self.todo.pop(0)
+            self.emit([n], tup_id=n)
+
+    def ack(self, tup_id):
+        self.acked.append(tup_id)
+
+    def fail(self, tup_id):
+        self.failed.append(tup_id)
+
+
+class Double(Bolt):
+    def initialize(self, config, context):
+        pass
+
+    def process(self, tup):
+        self.emit([tup["n"], 0])
+        self.emit([tup["n"], 1])
+
+
+class Sink(Bolt):
+    def __init__(self, misbehave=None):
+        self.seen = []
+        self.misbehave = misbehave
+
+    def initialize(self, config, context):
+        pass
+
+    def process(self, tup):
+        self.seen.append(tuple(tup.values))
+        if self.misbehave:
+            self.misbehave(self, tup)
+
+
+def _spout(w):
+    return w.tasks[2]
+
+
+def test_every_id_is_acked_once_its_whole_tree_is_processed():
+    ids, sinks = Ids(25), [Sink(), Sink()]
+    w = Wiring(ids, Double(), sinks)
+    while ids.todo or len(_spout(w).tracker):
+        _spout(w).spout_burst()
+        assert len(_spout(w).tracker) <= 10, "topology.max.spout.pending exceeded"
+        w.pump()
+    assert sorted(ids.acked) == list(range(25)) and ids.failed == []
+    assert sorted(sinks[0].seen + sinks[1].seen) == sorted((n, c) for n in range(25) for c in (0, 1))
+    assert w.consumed == 25 + 50, "bolts report every tuple they processed"
+    row = _spout(w).metrics_row(0.0, 1.0)
+    assert row.ack_count == 25 and row.complete_latency_ms is not None
+
+
+def test_max_spout_pending_stops_next_tuple_until_acks_come():
+    ids = Ids(100)
+    w = Wiring(ids, Double(), [Sink(), Sink()])
+    for _ in range(5):
+        _spout(w).spout_burst()
+    assert len(_spout(w).tracker) == 10 and len(ids.todo) == 90  # the cap, whatever the burst size
+    w.pump()
+    assert len(ids.acked) == 10 and len(_spout(w).tracker) == 0
+
+
+@pytest.mark.parametrize("how", ["explicit", "raises"])
+def test_a_failed_or_raising_bolt_fails_the_tree_at_the_spout(how):
+    def misbehave(sink, tup):
+        if tup["n"] % 5 == 0 and tup["copy"] == 1:
+            if how == "explicit":
+                sink.fail(tup)
+                sink.ack(tup)  # a second ack or fail of the same tuple is ignored
+            else:
+                raise RuntimeError("planted")
+
+    ids = Ids(20)
+    w = Wiring(ids, Double(), [Sink(misbehave), Sink(misbehave)])
+    while ids.todo or len(_spout(w).tracker):
+        _spout(w).spout_burst()
+        w.pump()
+    assert sorted(ids.failed) == [0, 5, 10, 15]
+    assert sorted(ids.acked) == [n for n in range(20) if n % 5]
+
+
+def test_a_tree_that_touched_a_dead_task_times_out():
+    ids = Ids(6)
+    w = Wiring(ids, Double(), [Sink(), Sink()])
+    w.lost = {3}  # sink task 3 is dead: what goes to it is lost
+    _spout(w).spout_burst()
+    w.pump()
+    spout = _spout(w)
+    open_ids = {e[0] for e in spout.tracker.trees.values()}
+    assert open_ids and set(ids.acked) | open_ids == set(range(6))
+    spout.expire(now=spout.tracker.timeout + 1e9)
+    assert sorted(ids.failed) == sorted(open_ids) and len(spout.tracker) == 0
+    assert spout.metrics_row(0.0, 1.0).user.count('"__timeout-count": %d' % len(open_ids)) == 1
+
+
+def test_unanchored_emits_and_ids_less_spout_tuples_are_not_tracked():
+    class Free(Ids):
+        def next_tuple(self):
+            if self.todo:
+                self.emit([self.todo.pop(0)])  # no id
+
+    class Unanchored(Double):
+        auto_anchor = False
+
+    ids = Free(3)
+    w = Wiring(ids, Unanchored(), [Sink(), Sink()])
+    _spout(w).spout_burst()
+    w.pump()
+    assert len(_spout(w).tracker) == 0 and ids.acked == [] and ids.failed == []
