@@ -53,6 +53,10 @@ class ProtocolError(SquallError):
     """A peer sent something that is not a valid frame at this point."""
 
 
+class VersionMismatch(ProtocolError):
+    """A peer that knows the secret speaks another version of this protocol."""
+
+
 # --------------------------------------------------------------- encoding
 def frame(ftype: int, body: bytes) -> bytes:
     return HEADER.pack(len(body) + 1, ftype) + body
@@ -123,7 +127,7 @@ def check_hello(frame_bytes: bytes, topology: str, secret: str, nonce: bytes) ->
     if not hmac.compare_digest(bytes(hello.proof), proof(secret, nonce)):
         raise ProtocolError("HELLO with a wrong secret")
     if hello.version != PROTOCOL_VERSION:
-        raise ProtocolError(f"peer speaks wire protocol version {hello.version or 1}, this process speaks "
+        raise VersionMismatch(f"peer speaks wire protocol version {hello.version or 1}, this process speaks "
                             f"{PROTOCOL_VERSION}: processes of one topology must run the same Squall version")
     return hello
 
@@ -352,6 +356,8 @@ class Connection(asyncio.Protocol):
                 frames = self.reader.feed(b"")  # what came after it
             if frames and self.authenticated:
                 self.handler.frames(self, frames)
+        except VersionMismatch as e:  # a process of our own topology: always worth a line
+            self.abort(str(e), loud=True)
         except ProtocolError as e:
             self.abort(str(e))
 
@@ -392,9 +398,9 @@ class Connection(asyncio.Protocol):
         else:
             self.transport.resume_reading()
 
-    def abort(self, why: str) -> None:
+    def abort(self, why: str, loud: bool = False) -> None:
         if not self.closed:
-            if self.authenticated:
+            if self.authenticated or loud:
                 log.warning("closing connection %s: %s", self.name, why)
             else:  # anyone can open connections: their refusals are logged at a bounded rate
                 REFUSALS.warning("refused connection %s: %s", self.name, why)

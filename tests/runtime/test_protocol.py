@@ -92,3 +92,83 @@ def test_malformed_frame_closes_only_that_connection(stmgr):
     raw.sendall(data_frame(2, b"sneaky"))
     raw.settimeout(5)
     assert wait_for(lambda: raw.recv(4096) == b"", 5)
+
+
+def _raw(port):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(10)
+    assert s.recv(4096)  # the CHALLENGE
+    return s
+
+
+def _closed(sock, timeout=10):
+    sock.settimeout(timeout)
+    try:
+        while True:
+            if sock.recv(65536) == b"":
+                return True
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+def test_a_peer_of_another_protocol_version_is_refused_clearly(stmgr, monkeypatch, caplog):
+    from squall.runtime import protocol
+
+    sm, port = stmgr
+    monkeypatch.setattr(protocol, "PROTOCOL_VERSION", 1)  # the client below speaks version 1
+    old = connect(port, 4)
+    monkeypatch.undo()
+    with pytest.raises(ProtocolError):
+        old.recv_frame(5)
+    assert 4 not in sm.local
+    assert "peer speaks wire protocol version 1, this process speaks 2" in caplog.text
+
+
+def test_before_the_handshake_a_connection_may_send_one_small_frame(stmgr):
+    sm, port = stmgr
+    big = _raw(port)
+    big.sendall(struct.pack(">IB", 1 << 20, 2) + b"x" * 1000)  # announces a 1 MiB HELLO: refused at once
+    assert _closed(big)
+    silent = _raw(port)
+    started = time.monotonic()
+    assert _closed(silent, timeout=15)  # says nothing: closed after the handshake deadline
+    assert 4 <= time.monotonic() - started < 10
+    partial = _raw(port)
+    partial.sendall(struct.pack(">IB", 100, 2) + b"x" * 10)  # half a HELLO, then nothing
+    assert _closed(partial, timeout=15)
+    good = connect(port, 1)  # the port still serves
+    assert wait_for(lambda: 1 in sm.local)
+    good.close()
+
+
+def test_a_listener_holds_a_bounded_number_of_unproven_connections(stmgr, caplog):
+    from squall.runtime.protocol import HANDSHAKE_MAX_PENDING
+
+    sm, port = stmgr
+    held = [_raw(port) for _ in range(HANDSHAKE_MAX_PENDING)]
+    extra = socket.create_connection(("127.0.0.1", port))
+    assert _closed(extra), "a connection past the bound was kept"
+    assert sum("refused connection" in r.message for r in caplog.records) <= 2, "refusals are rate-limited"
+    for s in held:
+        s.close()
+    assert wait_for(lambda: sm.gate.pending == 0)
+    good = connect(port, 1)
+    assert wait_for(lambda: 1 in sm.local)
+    good.close()
+
+
+def test_refusals_are_logged_at_a_bounded_rate(caplog):
+    import logging
+
+    from squall.runtime.protocol import RateLimitedLog
+
+    limited = RateLimitedLog(logging.getLogger("test.refusals"), every=60)
+    with caplog.at_level(logging.WARNING):
+        for i in range(1000):
+            limited.warning("refused %d", i)
+        limited.last -= 61
+        limited.warning("refused again")
+    assert [r.getMessage() for r in caplog.records] == [
+        "refused 0", "refused again (999 more like it in the last 61s, not logged)"]
