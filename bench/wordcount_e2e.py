@@ -54,6 +54,7 @@ def run(seconds: float, warmup: float = 4.0, *props: str) -> dict:
         first = _snapshot(out)
         time.sleep(seconds)
         last = _snapshot(out)
+        completes = _completes(out)
     finally:
         subprocess.run(squall + ["kill", "wc_bench"], env=env, check=True, stdout=subprocess.DEVNULL)
         shutil.rmtree(home, ignore_errors=True)
@@ -61,12 +62,24 @@ def run(seconds: float, warmup: float = 4.0, *props: str) -> dict:
     start = min(s["at"] for s in first.values())
     end = max(s["at"] for s in last.values())
     latencies = [lat * 1000 for s in last.values() for at, lat in s["samples"] if start <= at <= end]
+    complete = [lat * 1000 for at, lat in completes if start <= at <= end]
     return {
         "words_per_sec": words / (end - start),
         "p50_ms": _percentile(latencies, 0.50),
         "p99_ms": _percentile(latencies, 0.99),
         "samples": len(latencies),
+        "complete_p50_ms": _percentile(complete, 0.50),
+        "complete_p99_ms": _percentile(complete, 0.99),
     }
+
+
+def _completes(out_dir: str) -> list:
+    """(time, complete latency) samples the spout wrote (at least once)."""
+    samples = []
+    for path in glob.glob(os.path.join(out_dir, "complete-*.jsonl")):
+        with open(path) as f:
+            samples += [s for line in f if line.endswith("\n") for s in json.loads(line)]
+    return samples
 
 
 if __name__ == "__main__":

@@ -28,12 +28,12 @@ from typing import Any, Optional
 TASK_SHIFT = 48
 MAX_SPOUT_TASK = (1 << (64 - TASK_SHIFT)) - 1
 
-_random = random.Random().getrandbits  # seeded from os.urandom: every process has its own sequence
+random_bits = random.Random().getrandbits  # seeded from os.urandom: every process has its own sequence
 
 
 def new_root(spout_task: int) -> int:
     """A tree root naming its spout task (top 16 bits) and 48 random bits (never all zero)."""
-    return (spout_task << TASK_SHIFT) | (_random(TASK_SHIFT) or 1)
+    return (spout_task << TASK_SHIFT) | (random_bits(TASK_SHIFT) or 1)
 
 
 def root_task(root: int) -> int:
@@ -43,7 +43,7 @@ def root_task(root: int) -> int:
 
 def new_edge() -> int:
     """A random, non-zero 64-bit edge id."""
-    return _random(64) or 1
+    return random_bits(64) or 1
 
 
 class AckTracker:
@@ -81,6 +81,20 @@ class AckTracker:
             return None
         del self.trees[root]
         return entry[0], now - entry[2]
+
+    def ack_all(self, acks: list, now: float) -> list:
+        """``ack`` for a flat ``[root, value, root, value, ...]``: the ``(tup_id, latency)`` of the trees
+        completed, in order. (One call per ACK frame: this is every tuple's cost at the spout.)"""
+        trees = self.trees
+        done = []
+        for i in range(0, len(acks), 2):
+            entry = trees.get(acks[i])
+            if entry is not None:
+                entry[1] ^= acks[i + 1]
+                if not entry[1]:
+                    del trees[acks[i]]
+                    done.append((entry[0], now - entry[2]))
+        return done
 
     def fail(self, root: int) -> Optional[Any]:
         """The tree failed: its tup_id (None if it is not open)."""

@@ -44,7 +44,7 @@ import msgpack
 
 from squall.component import SYSTEM_COMPONENT, TICK_STREAM, Tuple, TupleSource
 from squall.idl import schema
-from squall.runtime.acking import AckTracker, new_edge, new_root, root_task
+from squall.runtime.acking import TASK_SHIFT, AckTracker, new_edge, new_root, random_bits, root_task
 from squall.runtime.metrics_sender import BlockingMetricsSender
 from squall.runtime.protocol import (ACK, CONTROL, DATA, DATA_HEADER_SIZE, BlockingConnection, ProtocolError,
                                      RateLimitedLog, control_frame, data_frame, decode_control, frame_count)
@@ -345,7 +345,16 @@ class Instance:
         if tup.roots:
             value = tup.id ^ tup.ackval
             for root in tup.roots:
-                self._ack_batch(root_task(root))[0].extend((root, value))
+                self._queue_ack(root, value)
+
+    def _queue_ack(self, root: int, value: int) -> None:
+        """Acks of consecutive tuples of one tree (a sentence's words) XOR into one (same result, less traffic)."""
+        acks = self._ack_batch(root_task(root))[0]
+        if acks and acks[-2] == root:
+            acks[-1] ^= value
+        else:
+            acks.append(root)
+            acks.append(value)
 
     def fail_tuple(self, tup: Any) -> None:
         """A bolt fails ``tup``: its trees fail at their spouts, which replay them (once)."""
@@ -365,12 +374,8 @@ class Instance:
     def on_acks(self, frame_bytes: bytes) -> None:
         """A spout gets acks and fails of its trees (an ACK frame)."""
         _src, acks, fails = msgpack.unpackb(memoryview(frame_bytes)[DATA_HEADER_SIZE:], raw=False)
-        now = time.monotonic()
-        ack = self.tracker.ack
-        for i in range(0, len(acks), 2):
-            done = ack(acks[i], acks[i + 1], now)
-            if done is not None:
-                self._complete(*done)
+        for tup_id, latency in self.tracker.ack_all(acks, time.monotonic()):
+            self._complete(tup_id, latency)
         for root in fails:
             tup_id = self.tracker.fail(root)
             if tup_id is not None:
@@ -415,11 +420,16 @@ class Instance:
             self.fail_count += 1
 
     def _runtime_class(self, cls: type) -> type:
-        if self.reliable:  # every emit, ack and fail goes through the collector: tree ids on each
+        if self.reliable:  # acks and fails go through the collector; a bolt's emit keeps a fast path
+            from squall.component import Bolt
+
             self.auto_anchor = bool(getattr(cls, "auto_anchor", True))
             self.auto_ack = bool(getattr(cls, "auto_ack", True))
             self.auto_fail = bool(getattr(cls, "auto_fail", True))
-            return cls
+            if self.is_spout or getattr(cls, "emit", None) is not Bolt.emit:
+                return cls
+            return type(cls.__name__, (cls,), {"__slots__": (), "__module__": cls.__module__,
+                                               "__qualname__": cls.__qualname__, "emit": self._fast_emit(True)})
         return self._fast_runtime_class(cls)
 
     def _fast_runtime_class(self, cls: type) -> type:
@@ -470,14 +480,21 @@ class Instance:
         return type(cls.__name__, (cls,), {"__slots__": (), "__module__": cls.__module__,
                                            "__qualname__": cls.__qualname__, **methods})
 
-    def _fast_emit(self) -> Any:
-        """A bolt-signature ``emit`` method with the fast path; ``self.fast_routes`` is refreshed per plan."""
+    def _fast_emit(self, tracked: bool = False) -> Any:
+        """A bolt-signature ``emit`` method with the fast path; ``self.fast_routes`` is refreshed per plan.
+
+        ``tracked`` (at least once, bolts): the tuple is anchored to the one being processed (when
+        ``auto_anchor``), explicit anchors take the generic path.
+        """
         fast = self.fast_routes
         batches = self.batches
         slow = self.emit
         send = self._send
         append = self._append
         emits = self._emits
+        inst = self
+        bits = random_bits
+        auto_anchor = tracked and self.auto_anchor
 
         def emit(component: Any, values: Any, stream: str = DEFAULT_STREAM, anchors: Any = None,
                  direct_task: Optional[int] = None) -> tuple:
@@ -485,7 +502,7 @@ class Instance:
                 fields, key_index, key_batches, key_miss, next_task, choose = fast[stream]
             except KeyError:
                 return slow(values, stream, None, anchors, direct_task)
-            if len(values) != fields or direct_task is not None:
+            if len(values) != fields or direct_task is not None or (tracked and anchors is not None):
                 return slow(values, stream, None, anchors, direct_task)
             emits[0] += 1
             if key_batches is not None:
@@ -501,7 +518,24 @@ class Instance:
                 return ()
             else:
                 batch = batches[choose(values)]
-            if batch.stream == stream:
+            if tracked:
+                current = inst.current
+                if auto_anchor and current is not None and current.roots:
+                    ids = [bits(64) or 1, *current.roots]  # new_edge(), inlined
+                    current.ackval ^= ids[0]
+                else:
+                    ids = None
+                if batch.stream == stream:
+                    batch.ids.append(ids)
+                    vals = batch.vals
+                    vals.append(values)
+                    if len(vals) >= batch.limit:
+                        send(batch)
+                else:
+                    batch.add_tracked(stream, values, ids)
+                    if batch.full:
+                        send(batch)
+            elif batch.stream == stream:
                 vals = batch.vals
                 vals.append(values)
                 if len(vals) >= batch.limit:
@@ -525,7 +559,7 @@ class Instance:
         if self.acks_out:
             for spout_task, (acks, fails) in self.acks_out.items():
                 self.out += data_frame(spout_task, self._packb([self.task_id, acks, fails]), 0, ACK)
-            self.acks_out = {}
+            self.acks_out.clear()
         if self.consumed:
             self.out += control_frame(consumed=self.consumed)
             self.consumed = 0
@@ -576,7 +610,8 @@ class Instance:
         make = _TrackedTuple
         clock = time.perf_counter
         auto_ack, auto_fail = self.auto_ack, self.auto_fail
-        done = 0
+        last_task, acks = -1, None
+        done = acked = 0
         t_start = clock()
         for stream, vals, ids in runs:
             source = self.sources.get((src, stream))
@@ -604,10 +639,24 @@ class Instance:
                                           "replayed", self.task_id, exc_info=True)
                     self.fail_tuple(tup)
                 else:
-                    if auto_ack:
-                        self.ack_tuple(tup)
+                    if auto_ack and not tup.done:  # ack_tuple inlined: this is every tuple's cost
+                        tup.done = True
+                        acked += 1
+                        roots = tup.roots
+                        if roots:
+                            value = tup.id ^ tup.ackval
+                            for root in roots:
+                                if root >> TASK_SHIFT != last_task:
+                                    last_task = root >> TASK_SHIFT
+                                    acks = self._ack_batch(last_task)[0]
+                                if acks and acks[-2] == root:
+                                    acks[-1] ^= value
+                                else:
+                                    acks.append(root)
+                                    acks.append(value)
             done += len(vals)
         self.current = None
+        self.ack_count += acked
         t_end = clock()
         self.execute_count += done
         self.execute_calls += done

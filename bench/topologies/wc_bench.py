@@ -10,7 +10,10 @@ carries a new stamp); counting words per tuple and sampling by a modulo cost
 (``Counter``'s ``+=`` costs 2.4x more a word).
 
 Config: ``bench.out.dir``; ``bench.rate`` (sentences/s, 0 for as fast as
-backpressure allows).
+backpressure allows). At least once (``topology.reliability.mode``) the spout
+emits every sentence with an id and, for one sentence in 100, appends its
+complete latency (emit -> ack of its whole tree) to
+``<bench.out.dir>/complete-<task>.jsonl``.
 """
 import json
 import os
@@ -34,6 +37,10 @@ class TimedSentences(Spout):
         rate = config.get("bench.rate", 0)  # sentences/s; 0: as fast as backpressure allows
         self.interval = 100 / rate if rate else 0.0
         self.next_at = time.monotonic()
+        self.reliable = config["topology.reliability.mode"] == "ATLEAST_ONCE"
+        self.sampled = {}  # id -> emit time, one id per burst of 100
+        self.completes = []
+        self.complete_path = os.path.join(config["bench.out.dir"], f"complete-{context.get_task_id()}.jsonl")
 
     def next_tuple(self):
         if self.interval:
@@ -41,9 +48,28 @@ class TimedSentences(Spout):
                 return
             self.next_at += self.interval
         now = time.time()
+        if self.reliable:
+            self.sampled[self.i] = now
+            for _ in range(100):
+                self.emit([self.sentences[self.i % 1000], now], tup_id=self.i)
+                self.i += 1
+            return
         for _ in range(100):
             self.emit([self.sentences[self.i % 1000], now])
             self.i += 1
+
+    def ack(self, tup_id):
+        emitted = self.sampled.pop(tup_id, None)
+        if emitted is not None:
+            now = time.time()
+            self.completes.append((now, now - emitted))
+            if len(self.completes) >= 50:
+                with open(self.complete_path, "a") as f:
+                    f.write(json.dumps(self.completes) + "\n")
+                self.completes = []
+
+    def fail(self, tup_id):
+        self.sampled.pop(tup_id, None)
 
 
 class TimedSplit(Bolt):
