@@ -13,6 +13,12 @@ Runtime section (this file's first part):
   baseline (the median over rounds is the figure; the ratio of the medians
   is printed too), and emit->count latency p50/p99, saturated and at 60% of
   the saturated rate.
+- at least once: the same word count with ``topology.reliability.mode:
+  ATLEAST_ONCE`` (every sentence emitted with an id, XOR-tracked, with
+  ``topology.max.spout.pending`` 5000), in --rounds each right after an
+  at-most-once run: words/s as a ratio to at most once (median over rounds);
+  then at half of its own saturated rate, the complete latency (emit -> the
+  whole tree acked) p50/p99.
 - stream manager forwarding: one real stream manager (squall.runtime.stmgr,
   in its own process) fed by a real feeder process over loopback with DATA
   frames of --batch small tuples, forwarding them to a sink process; frames
@@ -29,6 +35,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from typing import Any
 
 import msgpack
 
@@ -181,6 +188,11 @@ def stmgr_forwarding() -> tuple:
 
 
 def main() -> None:
+    if ARGS.only_reliability:
+        import wordcount_e2e
+
+        at_least_once(wordcount_e2e)
+        return
     print(f"# Runtime throughput ({ARGS.seconds:g}s per figure, batches of {ARGS.batch} tuples, "
           f"{os.cpu_count()} cores)")
     f, t = stmgr_forwarding()
@@ -219,6 +231,30 @@ def main() -> None:
     e2e = wordcount_e2e.run(ARGS.seconds * 2, 4.0, f"bench.rate={sentences}")
     print(f"end-to-end word count at 60% load ({sentences:,} sentences/s): {e2e['words_per_sec']:,.0f} words/s, "
           f"latency p50 {e2e['p50_ms']:.1f} ms, p99 {e2e['p99_ms']:.1f} ms")
+    at_least_once(wordcount_e2e)
+
+
+RELIABLE = ("topology.reliability.mode=ATLEAST_ONCE", "topology.max.spout.pending=5000")
+
+
+def at_least_once(wordcount_e2e: Any) -> None:
+    """At least once against at most once, run in alternation; complete latency at half load."""
+    ratios, rates = [], []
+    for r in range(ARGS.rounds):
+        most = wordcount_e2e.run(ARGS.seconds * 2)
+        least = wordcount_e2e.run(ARGS.seconds * 2, 4.0, *RELIABLE)
+        ratios.append(least["words_per_sec"] / most["words_per_sec"])
+        rates.append(least["words_per_sec"])
+        print(f"round {r + 1}: at most once {most['words_per_sec']:,.0f} words/s; at least once "
+              f"{least['words_per_sec']:,.0f} words/s = {ratios[-1]:.2f}x")
+    ratios.sort()
+    print(f"at-least-once word count, {ARGS.rounds} rounds: median {statistics.median(ratios):.2f}x at most once "
+          f"(rounds {ratios[0]:.2f}x-{ratios[-1]:.2f}x)")
+    sentences = int(0.5 * statistics.median(rates) / 5.5)
+    half = wordcount_e2e.run(ARGS.seconds * 2, 4.0, *RELIABLE, f"bench.rate={sentences}")
+    print(f"at least once at half its saturated rate ({sentences:,} sentences/s): "
+          f"{half['words_per_sec']:,.0f} words/s, complete latency p50 {half['complete_p50_ms']:.1f} ms, "
+          f"p99 {half['complete_p99_ms']:.1f} ms")
 
 
 if __name__ == "__main__":
@@ -235,5 +271,6 @@ if __name__ == "__main__":
     p.add_argument("--batch", type=int, default=1000)
     p.add_argument("--rounds", type=int, default=5, help="baseline / end-to-end pairs, run in alternation")
     p.add_argument("--skip-e2e", action="store_true", help="only the baseline and the stream manager")
+    p.add_argument("--only-reliability", action="store_true", help="only the at-least-once section")
     ARGS = p.parse_args()
     main()
