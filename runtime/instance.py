@@ -426,10 +426,21 @@ class Instance:
             self.auto_anchor = bool(getattr(cls, "auto_anchor", True))
             self.auto_ack = bool(getattr(cls, "auto_ack", True))
             self.auto_fail = bool(getattr(cls, "auto_fail", True))
-            if self.is_spout or getattr(cls, "emit", None) is not Bolt.emit:
+            from squall.component import Spout
+
+            base = Spout if self.is_spout else Bolt
+            if getattr(cls, "emit", None) is not base.emit:
                 return cls
+            fast_emit = self._fast_emit(True)
+            method = fast_emit
+            if self.is_spout:
+                def spout_emit(spout: Any, values: Any, tup_id: Any = None, stream: str = DEFAULT_STREAM,
+                               direct_task: Optional[int] = None) -> tuple:
+                    return fast_emit(spout, values, stream, None, direct_task, tup_id)
+
+                method = spout_emit
             return type(cls.__name__, (cls,), {"__slots__": (), "__module__": cls.__module__,
-                                               "__qualname__": cls.__qualname__, "emit": self._fast_emit(True)})
+                                               "__qualname__": cls.__qualname__, "emit": method})
         return self._fast_runtime_class(cls)
 
     def _fast_runtime_class(self, cls: type) -> type:
@@ -483,8 +494,9 @@ class Instance:
     def _fast_emit(self, tracked: bool = False) -> Any:
         """A bolt-signature ``emit`` method with the fast path; ``self.fast_routes`` is refreshed per plan.
 
-        ``tracked`` (at least once, bolts): the tuple is anchored to the one being processed (when
-        ``auto_anchor``), explicit anchors take the generic path.
+        ``tracked`` (at least once): a spout's tuple emitted with an id starts a tree; a bolt's is
+        anchored to the one being processed (when ``auto_anchor``); explicit anchors take the
+        generic path.
         """
         fast = self.fast_routes
         batches = self.batches
@@ -495,15 +507,19 @@ class Instance:
         inst = self
         bits = random_bits
         auto_anchor = tracked and self.auto_anchor
+        spout = self.is_spout
+        trees = self.tracker.trees
+        task_bits = self.task_id << TASK_SHIFT
+        clock = time.monotonic
 
         def emit(component: Any, values: Any, stream: str = DEFAULT_STREAM, anchors: Any = None,
-                 direct_task: Optional[int] = None) -> tuple:
+                 direct_task: Optional[int] = None, tup_id: Any = None) -> tuple:
             try:
                 fields, key_index, key_batches, key_miss, next_task, choose = fast[stream]
             except KeyError:
-                return slow(values, stream, None, anchors, direct_task)
+                return slow(values, stream, tup_id, anchors, direct_task)
             if len(values) != fields or direct_task is not None or (tracked and anchors is not None):
-                return slow(values, stream, None, anchors, direct_task)
+                return slow(values, stream, tup_id, anchors, direct_task)
             emits[0] += 1
             if key_batches is not None:
                 try:
@@ -515,16 +531,25 @@ class Instance:
             elif next_task is not None:
                 batch = batches[next_task()]
             elif choose is None:  # nothing subscribes to this stream
+                if tracked and spout and tup_id is not None:
+                    inst._complete(tup_id, 0.0)  # a tree without edges is complete at once
                 return ()
             else:
                 batch = batches[choose(values)]
             if tracked:
-                current = inst.current
-                if auto_anchor and current is not None and current.roots:
-                    ids = [bits(64) or 1, *current.roots]  # new_edge(), inlined
-                    current.ackval ^= ids[0]
+                if spout:  # new_root() and AckTracker.start() inlined: every spout tuple's cost
+                    if tup_id is None:
+                        ids = None
+                    else:
+                        ids = [bits(64) or 1, task_bits | (bits(TASK_SHIFT) or 1)]
+                        trees[ids[1]] = [tup_id, ids[0], clock()]
                 else:
-                    ids = None
+                    current = inst.current
+                    if auto_anchor and current is not None and current.roots:
+                        ids = [bits(64) or 1, *current.roots]  # new_edge(), inlined
+                        current.ackval ^= ids[0]
+                    else:
+                        ids = None
                 if batch.stream == stream:
                     batch.ids.append(ids)
                     vals = batch.vals
