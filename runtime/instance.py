@@ -157,6 +157,7 @@ class Instance:
         self.max_pending = config["topology.max.spout.pending"] if self.reliable else None
         self.acks_out: dict = {}  # spout task -> [[root, value, root, value, ...], [failed root, ...]]
         self.current: Any = None  # the tuple process() is running on (auto_anchor)
+        self.auto_anchor = self.auto_ack = self.auto_fail = False  # a bolt's class says, at least once
         self.throttled = False  # the stream manager asked this spout to stop emitting
         self.consumed = 0  # tuples processed since the last report to the stream manager
         self.fields_of = {(c.name, s.name): list(s.fields) for c in topology.components for s in c.outputs}
@@ -420,14 +421,12 @@ class Instance:
             self.fail_count += 1
 
     def _runtime_class(self, cls: type) -> type:
-        if self.reliable:  # acks and fails go through the collector; a bolt's emit keeps a fast path
-            from squall.component import Bolt
+        if self.reliable:  # acks and fails go through the collector; emit keeps a fast path
+            from squall.component import Bolt, Spout
 
             self.auto_anchor = bool(getattr(cls, "auto_anchor", True))
             self.auto_ack = bool(getattr(cls, "auto_ack", True))
             self.auto_fail = bool(getattr(cls, "auto_fail", True))
-            from squall.component import Spout
-
             base = Spout if self.is_spout else Bolt
             if getattr(cls, "emit", None) is not base.emit:
                 return cls
