@@ -12,6 +12,8 @@ import socket
 import struct
 import time
 
+import psutil
+
 from test_reliability import IDS, acked, finish, submit
 
 from e2e_harness import wait_until
@@ -86,7 +88,12 @@ def test_fuzzing_every_port_disturbs_nothing(cluster, tmp_path):
     os.mkdir(out)
     submit(cluster, out, "faults.rate=200")
     wait_until(lambda: len(acked(out)) > 100, timeout=60, what="ids to be acked")
-    before = {p["pid"] for p in json.loads(cluster.squall("show", "reliable", "--json")[0])["processes"]}
+    shown = json.loads(cluster.squall("show", "reliable", "--json")[0])["processes"]
+    before = {p["pid"] for p in shown}
+    for p in shown:  # user code holds no listening socket of the topology's daemons
+        if p["process"].startswith("instance"):
+            held = [c for c in psutil.Process(p["pid"]).net_connections("tcp") if c.status == psutil.CONN_LISTEN]
+            assert held == [], f"{p['process']} inherited listening sockets {held}"
     secret = cluster.state().get(Kind.EXECUTION_STATE, "reliable").secret
     rng = random.Random(20261123)
     targets = ports(cluster, cluster.run_dir("reliable"))

@@ -24,7 +24,6 @@ def executors():
     ("topology.workers=100", "topology.workers"),
     ("squall.packing.algorithm=best", "squall.packing.algorithm"),
     ("squall.component.cpu=64", "squall.container.max.cpu"),
-    ("topology.reliability.mode=ATLEAST_ONCE", "at-most-once only"),
 ])
 def test_impossible_requests_launch_nothing(home, capsys, prop, message):
     before = executors()
