@@ -4,9 +4,10 @@
 
 Skein relaunches every failed container (``max_restarts: -1``); this process
 applies Squall's restart policy to them, as the local supervisor does to its
-executors. It follows the executors' container records: a record of a
-container in the plan that disappears is an exit of that container (a
-relaunched one claims the id again). One exit more than
+executors. It follows the executors' container records: a container in the
+plan whose record disappears or is taken over by another executor (host and
+pid: a relaunched container claims the id again, maybe before this process
+saw the gap) has exited once. One exit more than
 ``squall.restart.max`` within ``squall.restart.window.secs`` fails the
 topology: the reason goes into the scheduler record (``squall show`` gives
 it) and the application is shut down FAILED with it through Skein. When the
@@ -38,16 +39,17 @@ EXIT_FAILED = 3
 
 @dataclass
 class ContainerWatch:
-    """Container exits against the restart policy, from the set of live container records over time."""
+    """Container exits against the restart policy, from the container records' holders over time."""
 
     policy: RestartPolicy
-    present: set = field(default_factory=set)
+    holders: dict = field(default_factory=dict)  # container id -> (host, executor pid) last seen
     budgets: dict = field(default_factory=dict)  # container id -> RestartBudget
 
-    def observe(self, present: set, in_plan: set, now: float) -> Optional[str]:
-        """The live records are ``present`` now; the reason a container failed the topology, if one did."""
+    def observe(self, holders: dict, in_plan: set, now: float) -> Optional[str]:
+        """The records' holders are ``holders`` now; the reason a container failed the topology, if one did."""
         failure = None
-        for cid in sorted((self.present - present) & in_plan):
+        exited = [cid for cid, who in self.holders.items() if holders.get(cid) != who]
+        for cid in sorted(set(exited) & in_plan):
             budget = self.budgets.setdefault(cid, RestartBudget(self.policy))
             if budget.on_exit(now) is None:
                 failure = failure or (f"container {cid} exited {budget.restarts(now) + 1} times within "
@@ -55,7 +57,7 @@ class ContainerWatch:
             else:
                 log.warning("container %d exited; YARN relaunches it (%d restarts within %gs)", cid,
                             budget.restarts(now), self.policy.window)
-        self.present = set(present)
+        self.holders = dict(holders)
         return failure
 
 
@@ -71,7 +73,7 @@ def shutdown_failed(reason: str) -> None:
 
 
 def run(state: Any, name: str, policy: RestartPolicy) -> int:
-    from squall.state import Kind, StateError
+    from squall.state import Kind, StateError, member
 
     watch = ContainerWatch(policy)
     while True:
@@ -81,12 +83,16 @@ def run(state: Any, name: str, policy: RestartPolicy) -> int:
                 return 0
             plan = state.get(Kind.PACKING_PLAN, name)
             in_plan = {0} | ({c.id for c in plan.containers} if plan is not None else set())
-            present = {int(m) for m in state.members(Kind.CONTAINER, name)}
+            holders = {}
+            for m in state.members(Kind.CONTAINER, name):
+                record = state.get(Kind.CONTAINER, member(name, m))
+                if record is not None:
+                    holders[record.container] = (record.host, record.executor_pid)
         except StateError as e:
             log.warning("cannot read the state: %s", e)
             time.sleep(POLL_SECS)
             continue
-        failure = watch.observe(present, in_plan, time.monotonic())
+        failure = watch.observe(holders, in_plan, time.monotonic())
         if failure is not None:
             log.error("topology %r failed: %s", name, failure)
             location = state.get(Kind.SCHEDULER, name)
