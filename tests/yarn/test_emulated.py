@@ -43,6 +43,7 @@ def yarn_cluster(tmp_path, monkeypatch, zookeeper, capsys):
         return out
 
     yield squall, str(config), apps
+    sys.modules.pop("wc_update", None)  # loaded from a copy here: other tests load it from its own folder
     for app in apps:
         app.close()
         leftovers = [c.yarn_id for c in app.containers if group_alive(c.popen)]
