@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 from typing import Any, Mapping, Optional
 
 from squall.idl import schema
@@ -183,10 +184,29 @@ class YarnScheduler(Scheduler):
                 raise SchedulerError(f"topology {name!r} has no running container {cid} "
                                      f"(containers: {', '.join(map(str, sorted(services)))})")
             records[cid] = record
-        with application(self._config(name), self._app_id(location)) as app:
+        config = self._config(name)
+        with application(config, self._app_id(location)) as app:
             for cid in targets:
                 app.kill_container(records[cid].skein_container)  # KILLED: Skein does not relaunch it
                 app.add_container(services[cid])  # the new container claims the freed id
+        self._wait_reclaimed(name, {cid: records[cid].yarn_container for cid in targets},
+                             float(config["squall.submit.timeout.secs"]))
+
+    def _wait_reclaimed(self, name: str, old: dict, timeout: float) -> None:
+        """Wait until a new YARN container holds each id of ``old`` (id -> the YARN container it replaces)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            waiting = []
+            for cid, previous in old.items():
+                record = self.state.get(Kind.CONTAINER, member(name, cid))
+                if record is None or record.yarn_container == previous or not record.processes:
+                    waiting.append(cid)
+            if not waiting:
+                return
+            if time.monotonic() > deadline:
+                raise SchedulerError(f"topology {name!r}: no new YARN container claimed containers {waiting} "
+                                     f"within {timeout:g}s (squall.submit.timeout.secs)")
+            time.sleep(0.5)
 
     def _app_id(self, location: Any) -> str:
         if not location.application_id:
