@@ -20,22 +20,13 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from packing import topology  # noqa: E402
+from packing import best, topology  # noqa: E402
 
 from squall.conf import base_config  # noqa: E402
 from squall.packing import pack  # noqa: E402
 from squall.yarn.environment import PythonEnvironment, package_env  # noqa: E402
 from squall.yarn.spec import build_spec  # noqa: E402
 from squall.yarn.staging import Staged  # noqa: E402
-
-
-def best(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def du(path: str) -> int:

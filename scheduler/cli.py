@@ -354,6 +354,12 @@ def cmd_logs(args: argparse.Namespace, state: StateManager) -> int:
             raise SquallError(f"topology {args.name!r} is not running and has no logs on disk")
         run_dir = os.path.dirname(runs[-1])
     files = select_logs(run_dir, args.component, args.task)
+    application = os.path.join(run_dir, "yarn", "application_id")
+    if not files and os.path.isfile(application):
+        with open(application) as f:
+            app_id = f.read().strip()
+        raise SquallError(f"topology {args.name!r} ran on YARN as {app_id}; its logs are YARN's: "
+                          f"yarn logs -applicationId {app_id}")
     if not files:
         what = " ".join(filter(None, [args.component and f"component {args.component!r}",
                                       args.task is not None and f"task {args.task}"]))

@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from squall.scheduler.daemon import topology_daemon
 from squall.supervision import RestartBudget, RestartPolicy
 
 log = logging.getLogger("squall.yarn.driver")
@@ -105,30 +106,19 @@ def run(state: Any, name: str, policy: RestartPolicy) -> int:
 
 
 def main(argv: Optional[list] = None) -> int:
-    from squall.logical import topology_config
-    from squall.state import Kind, StateAddress, StateError
+    return topology_daemon(argv, "python -m squall.yarn.driver",
+                           "Squall's application driver in a topology's Skein application master.", "driver", _run)
 
-    p = argparse.ArgumentParser(prog="python -m squall.yarn.driver",
-                                description="Squall's application driver in a topology's Skein application master.")
-    p.add_argument("--topology", required=True)
-    p.add_argument("--state", required=True, help="the topology's state address file (state.json)")
-    args = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s [driver %(process)d] %(name)s: %(message)s")
-    try:
-        state = StateAddress.read(args.state).open()
-        state.start()
-    except StateError as e:
-        log.error("%s", e)
-        return 2
-    try:
-        topology = state.get(Kind.TOPOLOGY, args.topology)
-        if topology is None:
-            log.info("topology %r has no state (killed before its application started)", args.topology)
-            return 0
-        return run(state, args.topology, RestartPolicy.from_config(topology_config(topology)))
-    finally:
-        state.close()
+
+def _run(args: argparse.Namespace, state: Any) -> int:
+    from squall.logical import topology_config
+    from squall.state import Kind
+
+    topology = state.get(Kind.TOPOLOGY, args.topology)
+    if topology is None:
+        log.info("topology %r has no state (killed before its application started)", args.topology)
+        return 0
+    return run(state, args.topology, RestartPolicy.from_config(topology_config(topology)))
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from squall.idl import schema
 from squall.logical import topology_config
 from squall.packing import normalise
 from squall.packing.errors import PackingError
-from squall.scheduler.base import LaunchOptions, Scheduler, SchedulerError, state_file
+from squall.scheduler.base import LaunchOptions, Scheduler, SchedulerError
 from squall.state import Kind, StateManager, member
 from squall.yarn.client import application, check_reachable, hadoop_conf, rm_client, skein_client
 from squall.yarn.environment import PythonEnvironment
