@@ -11,7 +11,7 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip "setuptools>=64" wheel
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[all,test]'
 	touch $@
 
 # Debian's ZooKeeper: the tests start a real server from its jars.

@@ -8,6 +8,10 @@ from setuptools import setup
 
 LAYERS = ["conf", "packing", "state", "scheduler", "runtime", "yarn", "reports"]
 
+RUNTIME = ["thriftpy2>=0.4.16", "msgpack>=1.0", "PyYAML>=5.4", "psutil>=5.8", "kazoo>=2.9"]
+YARN = ["skein>=0.8.2", "venv-pack>=0.2"]  # submitting to YARN; packing environments for it
+REPORTS = ["pyspark>=3.4", "pandas>=1.5", "pyarrow>=10", "matplotlib>=3.5"]
+
 setup(
     name="squall",
     version="0.1.0",
@@ -16,18 +20,13 @@ setup(
     packages=["squall"] + [f"squall.{layer}" for layer in LAYERS],
     package_dir={"squall": "squall", **{f"squall.{layer}": layer for layer in LAYERS}},
     package_data={"squall": ["*.thrift"], "squall.conf": ["*.yaml"]},
-    install_requires=[
-        "thriftpy2>=0.4.16",
-        "msgpack>=1.0",
-        "PyYAML>=5.4",
-        "psutil>=5.8",
-        "kazoo>=2.9",
-        "skein>=0.8.2",
-        "pyspark>=3.4",
-        "pandas>=1.5",
-        "pyarrow>=10",
-        "matplotlib>=3.5",
-    ],
-    extras_require={"test": ["pytest>=7", "pytest-timeout>=2.1", "hypothesis>=6.50"]},
+    # what runtime processes need, and so what ships to every YARN container
+    install_requires=RUNTIME,
+    extras_require={
+        "yarn": YARN,
+        "reports": REPORTS,
+        "all": YARN + REPORTS,
+        "test": ["pytest>=7", "pytest-timeout>=2.1", "hypothesis>=6.50"],
+    },
     entry_points={"console_scripts": ["squall = squall.cli:main"]},
 )

@@ -6,6 +6,11 @@ Every process gets the same flags as its executor (``--topology --container
 ``squall.state.StateAddress``) plus ``--role`` and, for an instance,
 ``--task``; ports of its container's daemons come from a small launch file
 the executor writes (``--launch``).
+
+On YARN an executor is started with ``--service S`` instead of
+``--container N`` and claims a free container id of that Skein service first
+(``squall.runtime.claim``); ``--log-dir`` puts every log and metrics file of
+the container in one folder (YARN's ``LOG_DIRS``) instead of the run folder.
 """
 from __future__ import annotations
 
@@ -37,6 +42,8 @@ class ProcessArgs:
     role: str = "executor"
     task: Optional[int] = None
     launch: Optional[str] = None
+    log_dir: Optional[str] = None  # every log and metrics file here (YARN); default: the run folder
+    service: Optional[str] = None  # claim a container id of this YARN service (container is -1 until then)
 
     def argv(self) -> list:
         """The flags that recreate these arguments (used by the executor for its children)."""
@@ -46,19 +53,27 @@ class ProcessArgs:
             out += ["--task", str(self.task)]
         if self.launch is not None:
             out += ["--launch", self.launch]
+        if self.log_dir is not None:
+            out += ["--log-dir", self.log_dir]
         return out
 
 
 def parse_args(argv: Optional[list], prog: str) -> ProcessArgs:
     p = argparse.ArgumentParser(prog=prog, description="A Squall runtime process.")
     p.add_argument("--topology", required=True)
-    p.add_argument("--container", required=True, type=int)
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--container", type=int)
+    which.add_argument("--service", help="executor on YARN: claim a free container id of this Skein service")
     p.add_argument("--state", required=True, help="the topology's state address file (state.json)")
     p.add_argument("--role", default="executor", choices=ROLES)
     p.add_argument("--task", type=int)
     p.add_argument("--launch")
+    p.add_argument("--log-dir", help="the container's folder for every log and metrics file")
     a = p.parse_args(argv)
-    return ProcessArgs(a.topology, a.container, a.state, a.role, a.task, a.launch)
+    if a.service is not None and a.role != "executor":
+        p.error("--service: only an executor claims its container")
+    container = -1 if a.container is None else a.container
+    return ProcessArgs(a.topology, container, a.state, a.role, a.task, a.launch, a.log_dir, a.service)
 
 
 def setup_logging(role: str, container: int, task: Optional[int] = None) -> None:
@@ -67,6 +82,7 @@ def setup_logging(role: str, container: int, task: Optional[int] = None) -> None
         level=logging.INFO,
         stream=sys.stderr,
         format=f"%(asctime)s %(levelname)s [c{container} {who} %(process)d] %(name)s: %(message)s",
+        force=True,  # an executor that claimed its container id names it from then on
     )
 
 
@@ -93,6 +109,16 @@ class RuntimeEnv:
     @property
     def run_dir(self) -> str:
         return self.execution.run_dir
+
+    @property
+    def log_dir(self) -> str:
+        """Where this container's processes log: ``--log-dir``, else ``<run_dir>/logs/container-<id>``."""
+        return self.args.log_dir or os.path.join(self.run_dir, "logs", f"container-{self.args.container}")
+
+    @property
+    def metrics_dir(self) -> str:
+        """Where this container's metrics manager writes: ``--log-dir``, else ``<run_dir>/metrics``."""
+        return self.args.log_dir or os.path.join(self.run_dir, "metrics")
 
     @property
     def bind_host(self) -> str:

@@ -15,8 +15,14 @@ child behind.
 It keeps an ephemeral record ``containers/<topology>/<id>`` of its processes
 (pid, restarts, exits, and the reason once one is past its budget): the
 topology's status is read from these records. A background thread writes it,
-so the loop never waits on the state manager, and writes it again after a
-lost session.
+so the loop never waits on the state manager, and creates it again after a
+lost session; if another executor has taken the id meanwhile (on YARN, where
+ids are claimed: ``squall.runtime.claim``), this one stops with
+``EXIT_CLAIM_LOST`` and YARN relaunches it to claim a free id. On YARN an
+executor started with ``--service`` claims its id before anything else.
+
+It rotates its children's log files and its own by size
+(``squall.log.max.mb``, ``squall.log.backups``; ``squall.runtime.logrotate``).
 
 A task that leaves the packing plan is *retired*, not killed: it keeps running
 until the physical plan of the new packing plan is in force (no sender picks it
@@ -44,9 +50,16 @@ from typing import Any, Optional
 
 from squall.idl import schema
 from squall.runtime.bootstrap import ProcessArgs, RuntimeStartError, load_env, parse_args, setup_logging
+from squall.runtime.claim import SKEIN_CONTAINER_ENV, YARN_CONTAINER_ENV, claim, record_application
+from squall.runtime.logrotate import own_output_file, rotate
 from squall.supervision import RestartBudget, RestartPolicy, log_tail
 
 log = logging.getLogger("squall.runtime.executor")
+
+# Exit status of an executor whose container id another executor took while it was cut off.
+EXIT_CLAIM_LOST = 75
+# Seconds between log size checks.
+ROTATE_EVERY_SECS = 5.0
 
 
 @dataclass(frozen=True)
@@ -100,19 +113,30 @@ class _Child:
 
 class StatusPublisher:
     """Writes the container's record from a thread: on every change, again every
-    ``every`` seconds and at once after the state manager reconnects (a lost
-    session took the ephemeral record with it)."""
+    ``every`` seconds and at once after the state manager reconnects. A lost
+    session took the ephemeral record with it: the record is created anew,
+    and if another executor holds it by then, ``on_lost`` is called."""
 
-    def __init__(self, state: Any, topology: str, container: int, every: float = 5.0):
+    def __init__(self, state: Any, topology: str, container: int, on_lost: Any, every: float = 5.0):
         from squall.state import member
 
         self.state, self.name = state, member(topology, container)
         self.every = every
+        self.on_lost = on_lost
         self._status: Any = None
+        self._recreate = False
+        self._lost = False
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="container-status", daemon=True)
-        state.add_listener(lambda session: self._wake.set())
+        state.add_listener(self._on_session)
+
+    def _on_session(self, session: Any) -> None:
+        from squall.state import Session
+
+        if session is Session.LOST:
+            self._recreate = True
+        self._wake.set()
 
     def publish(self, status: Any) -> None:
         self._status = status
@@ -121,7 +145,7 @@ class StatusPublisher:
             self._thread.start()
 
     def _run(self) -> None:
-        from squall.state import Kind, StateError
+        from squall.state import AlreadyExists, Kind, StateError
 
         while not self._stop.is_set():
             self._wake.wait(self.every)
@@ -129,7 +153,18 @@ class StatusPublisher:
             if self._stop.is_set():
                 return
             try:
-                self.state.put(Kind.CONTAINER, self.name, self._status)
+                if self._recreate:
+                    self.state.create(Kind.CONTAINER, self.name, self._status)
+                    self._recreate = False
+                else:
+                    self.state.put(Kind.CONTAINER, self.name, self._status)
+            except AlreadyExists:
+                log.error("container record %s was taken by another executor while this one was cut off",
+                          self.name)
+                self._lost = True
+                self._stop.set()
+                self.on_lost()
+                return
             except StateError as e:
                 log.warning("cannot write the container record %s: %s", self.name, e)
 
@@ -140,6 +175,8 @@ class StatusPublisher:
         self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
+        if self._lost:
+            return  # the record is another executor's now
         try:
             self.state.delete(Kind.CONTAINER, self.name)
         except StateError as e:
@@ -154,10 +191,14 @@ class Executor:
         cfg = env.config
         self.policy = RestartPolicy.from_config(cfg)
         self.tmasters = int(cfg["squall.tmaster.candidates"])
-        self.status = StatusPublisher(env.state, env.name, self.container)
+        self.status = StatusPublisher(env.state, env.name, self.container, self._claim_lost)
+        self.claim_lost = False
         self.grace = float(cfg["squall.executor.kill.grace.secs"])
         self.python = env.execution.python or sys.executable
-        self.log_dir = os.path.join(env.run_dir, "logs", f"container-{self.container}")
+        self.log_dir = env.log_dir
+        self.log_max_bytes = int(cfg["squall.log.max.mb"]) * 1024 * 1024
+        self.log_backups = int(cfg["squall.log.backups"])
+        self.next_rotate = 0.0
         self.children: dict = {}
         self.stopping = False
         self.new_plan: Any = None
@@ -235,7 +276,21 @@ class Executor:
         ]
         self.status.publish(schema.ContainerStatus(container=self.container, host=socket.gethostname(),
                                                    executor_pid=os.getpid(), updated=time.time(),
-                                                   processes=processes))
+                                                   processes=processes,
+                                                   yarn_container=os.environ.get(YARN_CONTAINER_ENV),
+                                                   skein_container=os.environ.get(SKEIN_CONTAINER_ENV)))
+
+    def rotate_logs(self) -> None:
+        """Rotate every log file of this container above ``squall.log.max.mb`` (every few seconds)."""
+        now = time.monotonic()
+        if now < self.next_rotate:
+            return
+        self.next_rotate = now + ROTATE_EVERY_SECS
+        paths = [os.path.join(self.log_dir, c.spec.log_file) for c in self.children.values()]
+        own = own_output_file()
+        for path in paths + ([own] if own else []):
+            if rotate(path, self.log_max_bytes, self.log_backups):
+                log.info("rotated %s", path)
 
     def plan_running(self, plan_id: str) -> bool:
         from squall.state import Kind, StateError
@@ -399,6 +454,7 @@ class Executor:
                 if self.stopping:
                     break
                 self.check_children()
+                self.rotate_logs()
                 if self.retiring:
                     self.retire()
                 if self.exiting:
@@ -417,10 +473,14 @@ class Executor:
                 s.close()
             self.status.close()
         log.info("executor of container %d exits", self.container)
-        return code
+        return EXIT_CLAIM_LOST if self.claim_lost else code
 
     def _signal(self, signum: int, frame: Any) -> None:
         log.info("received signal %d; stopping", signum)
+        self.stopping = True
+
+    def _claim_lost(self) -> None:  # status thread
+        self.claim_lost = True
         self.stopping = True
 
 
@@ -433,6 +493,16 @@ def main(argv: Optional[list] = None) -> int:
         log.error("%s", e)
         return 2
     try:
+        if args.service is not None:
+            wait = float(env.config["squall.executor.claim.wait.secs"])
+            container = claim(env.state, env.name, args.service, wait)
+            if container is None:
+                log.info("no container id of service %s is free after %.0fs: this container is surplus; exiting",
+                         args.service, wait)
+                return 0
+            env.args = replace(args, container=container, service=None)
+            setup_logging("executor", container)
+        record_application(env.state, env.name)
         return Executor(env).run()
     finally:
         env.close()

@@ -121,7 +121,7 @@ class MetricsManager:
         self.to_forward: list = []
         self.stats = ProcessStats()
         self.host = socket.gethostname()
-        self.path = os.path.join(env.run_dir, "metrics", f"container-{self.container}.jsonl")
+        self.path = os.path.join(env.metrics_dir, f"container-{self.container}.jsonl")
         self.tmaster: Optional[Connection] = None
         self.tmaster_at: Any = None  # the TMasterLocation of self.tmaster
         self.resources: dict = {}

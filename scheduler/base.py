@@ -2,14 +2,24 @@
 from __future__ import annotations
 
 import os
+import sys
 from abc import ABC, abstractmethod
-from typing import Any, Optional
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
 
 from squall.errors import SquallError
 
 
 class SchedulerError(SquallError):
     """A scheduler could not start, stop or change what was asked."""
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """How ``submit`` launches, beyond the configuration."""
+
+    spec_out: Optional[str] = None  # write the cluster's launch description here; an operator launches it
+    dry_run: bool = False  # only describe the launch (``describe``): nothing is written or reached
 
 
 class Scheduler(ABC):
@@ -24,7 +34,43 @@ class Scheduler(ABC):
     Every container runs the executor with the one command of the runtime
     contract: ``python -m squall.runtime.executor --topology T --container N
     --state FILE``, where FILE is the run's state address (``state_file``).
+
+    Besides the four operations, a scheduler may refuse early (``check``,
+    ``check_update``: before anything is written), describe what it would
+    launch (``describe``: ``submit --dry-run``), prepare a launch for an
+    operator instead of launching (``LaunchOptions.spec_out``; then
+    ``launched`` is False and submit does not wait) and report where a run
+    is (``details``).
     """
+
+    @classmethod
+    def create(cls, state: Any, options: LaunchOptions = LaunchOptions()) -> "Scheduler":
+        if options != LaunchOptions():
+            raise SchedulerError(f"--dry-run and --spec-out: the {cls.__name__} has no launch description")
+        return cls(state)
+
+    @property
+    def launched(self) -> bool:
+        """False when ``on_schedule`` only prepares a launch that an operator carries out."""
+        return True
+
+    def interpreter(self) -> str:
+        """The Python executors start processes with; empty: each executor's own."""
+        return sys.executable
+
+    def check(self, topology: Any, plan: Any, config: Mapping[str, Any]) -> None:
+        """Refuse, before anything is written, what this scheduler cannot launch."""
+
+    def check_update(self, execution_state: Any, current: Any, proposed: Any) -> None:
+        """Refuse, before the new plan is written, an update this scheduler cannot carry out."""
+
+    def describe(self, topology: Any, plan: Any, config: Mapping[str, Any], run_dir: str) -> str:
+        """What ``on_schedule`` would launch, as text (``submit --dry-run``); writes nothing."""
+        raise SchedulerError(f"--dry-run: the {type(self).__name__} has no launch description")
+
+    def details(self, execution_state: Any) -> dict:
+        """Where the run is, for ``show`` and ``logs`` (label -> value)."""
+        return {}
 
     @abstractmethod
     def on_schedule(self, execution_state: Any, packing_plan: Any) -> None:

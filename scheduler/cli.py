@@ -23,6 +23,7 @@ from squall.errors import SquallError
 from squall.idl import schema
 from squall.packing import plan_to_json
 from squall.scheduler import from_report, launcher, manager
+from squall.scheduler.base import LaunchOptions
 from squall.state import Kind, StateManager, make_state_manager, member, open_state_manager
 from squall.state.status import topology_health
 from squall.topology import valid_name
@@ -32,7 +33,13 @@ def register(sub: Any) -> None:
     p = sub.add_parser("submit", help="launch a topology and wait until it runs")
     p.add_argument("file", help="topology file (.py)")
     p.add_argument("--name", help="run under this name instead of the topology's own")
-    p.add_argument("--cluster", default="local", help="where to run it (default: local)")
+    p.add_argument("--cluster", default="local", help="where to run it: local (default) or yarn")
+    p.add_argument("--queue", help="YARN queue (sets squall.yarn.queue)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print what would be launched (on YARN the Skein application spec as YAML); write nothing")
+    p.add_argument("--spec-out", metavar="FILE",
+                   help="prepare everything (state, staged files) but launch nothing: write the launch "
+                        "description (on YARN the Skein spec) to FILE for your own tooling")
     add_config_options(p)
     p.set_defaults(func=cmd_submit)
 
@@ -102,24 +109,41 @@ def with_state(command: Any) -> Any:
 
 # ------------------------------------------------------------------ submit
 def cmd_submit(args: argparse.Namespace) -> int:
+    if args.queue is not None:
+        if args.cluster != "yarn":
+            raise SquallError("--queue: only --cluster yarn has queues")
+        args.config_property = (args.config_property or []) + [f"squall.yarn.queue={args.queue}"]
+    if args.dry_run and args.spec_out:
+        raise SquallError("--dry-run writes nothing; --spec-out writes the state and the spec: give one")
     topology, base = load_topology(args)
     plan = topology.plan
     if args.name:
         if not valid_name(args.name):
             raise SquallError(f"--name {args.name!r}: use letters, digits, '_', '.' and '-', starting with a letter or digit")
         plan.name = args.name
+    if args.dry_run:
+        sys.stdout.write(launcher.dry_run(plan, base, args.cluster))
+        return 0
+    options = LaunchOptions(spec_out=os.path.abspath(args.spec_out) if args.spec_out else None)
     state = make_state_manager(base)
     state.start()
     # SIGTERM cleans up like Ctrl-C: submit kills what it started and removes the state
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        execution = launcher.submit(plan, state, base, cluster=args.cluster, progress=_progress_printer())
+        execution = launcher.submit(plan, state, base, cluster=args.cluster, progress=_progress_printer(),
+                                    options=options)
         packing = state.get(Kind.PACKING_PLAN, plan.name)
     finally:
         signal.signal(signal.SIGTERM, previous)
         state.close()
         if sys.stderr.isatty():
             sys.stderr.write("\n")
+    if options.spec_out:
+        print(f"topology {plan.name!r} is prepared: {len(packing.containers)} containers (+ topology master); "
+              f"the application spec is in {options.spec_out}")
+        print(f"  submit it with: skein application submit {options.spec_out}")
+        print(f"  it shows as SUBMITTED until its containers register (squall show {plan.name})")
+        return 0
     instances = sum(len(c.instances) for c in packing.containers)
     print(f"topology {plan.name!r} is running: {instances} instances in {len(packing.containers)} "
           f"containers (+ topology master)")
@@ -260,7 +284,8 @@ def show_data(state: StateManager, name: str) -> dict:
         record = state.get(Kind.CONTAINER, member(name, m))
         if record is None:
             continue
-        processes.append({"container": record.container, "process": "executor", "host": record.host, "port": None,
+        executor = f"executor (YARN {record.yarn_container})" if record.yarn_container else "executor"
+        processes.append({"container": record.container, "process": executor, "host": record.host, "port": None,
                           "pid": record.executor_pid, "state": "up", "restarts": 0})
         for p in record.processes:
             what = p.name
@@ -280,6 +305,8 @@ def show_data(state: StateManager, name: str) -> dict:
         "desired_status": STATUS_NAMES[execution.status],
         "confirmed_status": STATUS_NAMES[physical.status] if physical else None,
         "run_dir": execution.run_dir,
+        "cluster": execution.cluster,
+        "scheduler": launcher.make_scheduler(execution.cluster, state).details(execution),
         "packing_plan": plan_to_json(name, plan),
         "processes": processes,
     }
@@ -293,6 +320,8 @@ def cmd_show(args: argparse.Namespace, state: StateManager) -> int:
     print(f"topology {data['name']!r}: {data['status']}  (run folder {data['run_dir']})")
     for reason in data["reasons"]:
         print("  " + reason.replace("\n", "\n    "))
+    for label, value in data["scheduler"].items():
+        print(f"  {label}: {value}")
     plan = data["packing_plan"]
     print(f"\npacking plan ({plan['algorithm']}, {plan['granularity']} granularity)")
     rows = []
@@ -315,6 +344,8 @@ def cmd_show(args: argparse.Namespace, state: StateManager) -> int:
 
 def cmd_logs(args: argparse.Namespace, state: StateManager) -> int:
     execution = state.get(Kind.EXECUTION_STATE, args.name)
+    if execution is not None and execution.cluster != "local":
+        return _remote_logs(state, execution)
     if execution is not None:
         run_dir = execution.run_dir
     else:
@@ -323,6 +354,12 @@ def cmd_logs(args: argparse.Namespace, state: StateManager) -> int:
             raise SquallError(f"topology {args.name!r} is not running and has no logs on disk")
         run_dir = os.path.dirname(runs[-1])
     files = select_logs(run_dir, args.component, args.task)
+    application = os.path.join(run_dir, "yarn", "application_id")
+    if not files and os.path.isfile(application):
+        with open(application) as f:
+            app_id = f.read().strip()
+        raise SquallError(f"topology {args.name!r} ran on YARN as {app_id}; its logs are YARN's: "
+                          f"yarn logs -applicationId {app_id}")
     if not files:
         what = " ".join(filter(None, [args.component and f"component {args.component!r}",
                                       args.task is not None and f"task {args.task}"]))
@@ -345,6 +382,22 @@ def cmd_logs(args: argparse.Namespace, state: StateManager) -> int:
                 print(f"==> {path} <==")
                 sys.stdout.write(text)
                 sys.stdout.flush()
+    return 0
+
+
+def _remote_logs(state: StateManager, execution: Any) -> int:
+    """Where each container's logs are when its containers run on other hosts (YARN)."""
+    name = execution.topology_name
+    rows = []
+    for m in state.members(Kind.CONTAINER, name):
+        record = state.get(Kind.CONTAINER, member(name, m))
+        if record is None:
+            continue
+        folders = sorted({os.path.dirname(p.log_file) for p in record.processes}) or ["-"]
+        rows.append([record.container, record.yarn_container or "-", record.host, ", ".join(folders)])
+    print(format_table(["container", "yarn container", "host", "log folder"], sorted(rows), right={"container"}))
+    for label, value in launcher.make_scheduler(execution.cluster, state).details(execution).items():
+        print(f"{label}: {value}")
     return 0
 
 

@@ -13,7 +13,6 @@ import json
 import logging
 import os
 import secrets
-import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -24,9 +23,9 @@ from squall.errors import SquallError
 from squall.idl import replace, schema
 from squall.logical import topology_config
 from squall.topology import encode_config
+from squall.importing import import_object
 from squall.packing import pack, plan_to_json
-from squall.scheduler.base import Scheduler, state_file
-from squall.scheduler.local import LocalScheduler
+from squall.scheduler.base import LaunchOptions, Scheduler, state_file
 from squall.state import AlreadyExists, Kind, StateAddress, StateManager, squall_home
 from squall.state.status import FAILED, topology_health
 from squall.supervision import log_tail
@@ -66,10 +65,40 @@ def new_run_dir(name: str) -> tuple[str, str]:
     return run_id, os.path.join(topology_home(name), run_id)
 
 
-def make_scheduler(cluster: str, state: StateManager) -> Scheduler:
-    if cluster == "local":
-        return LocalScheduler(state)
-    raise SubmitError(f"--cluster {cluster!r}: unknown cluster (available: local)")
+# --cluster -> its scheduler class, imported by name (as Heron's scheduler class is configured), so
+# this layer does not import the layers above it (squall.yarn imports squall.scheduler).
+SCHEDULERS = {
+    "local": "squall.scheduler.local:LocalScheduler",
+    "yarn": "squall.yarn.scheduler:YarnScheduler",
+}
+
+
+def make_scheduler(cluster: str, state: Optional[StateManager],
+                   options: LaunchOptions = LaunchOptions()) -> Scheduler:
+    if cluster not in SCHEDULERS:
+        raise SubmitError(f"--cluster {cluster!r}: unknown cluster (available: {', '.join(SCHEDULERS)})")
+    try:
+        cls = import_object(SCHEDULERS[cluster])
+    except ModuleNotFoundError as e:
+        raise SubmitError(f"--cluster {cluster} needs the Python package {e.name!r}: "
+                          f"pip install 'squall[{cluster}]'") from e
+    return cls.create(state, options)
+
+
+def _with_cluster(topology: Any, base: Config) -> tuple:
+    """The plan with the cluster layer, and its config."""
+    topology = with_cluster_layer(topology, base)
+    return topology, topology_config(topology, base)
+
+
+def dry_run(topology: Any, base: Config, cluster: str) -> str:
+    """What ``submit`` would launch on ``cluster`` (the scheduler's description); writes nothing."""
+    topology, config = _with_cluster(topology, base)
+    scheduler = make_scheduler(cluster, None, LaunchOptions(dry_run=True))
+    plan = pack(topology, base)
+    scheduler.check(topology, plan, config)
+    _, run_dir = new_run_dir(topology.name)
+    return scheduler.describe(topology, plan, config, run_dir)
 
 
 def submit(
@@ -78,19 +107,22 @@ def submit(
     base: Config,
     cluster: str = "local",
     progress: Optional[Callable[[Progress], None]] = None,
+    options: LaunchOptions = LaunchOptions(),
 ) -> schema.ExecutionState:
     """Launch the logical plan ``topology`` and wait until every instance is up.
 
     Whatever goes wrong after the first record is written (the scheduler
     fails, the topology does not come up, Ctrl-C) kills what was started and
-    removes the records: nothing is left half-launched.
+    removes the records: nothing is left half-launched. With
+    ``options.spec_out`` the scheduler only prepares the launch (an operator
+    submits it), and this returns without waiting.
     """
     name = topology.name
-    topology = with_cluster_layer(topology, base)
-    config = topology_config(topology, base)
-    scheduler = make_scheduler(cluster, state)
+    topology, config = _with_cluster(topology, base)
+    scheduler = make_scheduler(cluster, state, options)
     address = StateAddress.from_config(base)
     plan = pack(topology, base)  # refuses impossible requests before anything starts
+    scheduler.check(topology, plan, config)
     try:
         state.create(Kind.LOCK, name, str(os.getpid()).encode())
     except AlreadyExists:
@@ -98,10 +130,11 @@ def submit(
     try:
         if state.get(Kind.EXECUTION_STATE, name) is not None:
             raise SubmitError(f"topology {name!r} is already running; kill it first (squall kill {name})")
-        execution = _write_run(topology, plan, state, cluster, address)
+        execution = _write_run(topology, plan, state, cluster, address, scheduler.interpreter())
         try:
             scheduler.on_schedule(execution, plan)
-            _wait_until_up(state, name, plan, config["squall.submit.timeout.secs"], progress)
+            if scheduler.launched:
+                _wait_until_up(state, name, plan, config["squall.submit.timeout.secs"], progress)
         except BaseException:
             scheduler.on_kill(execution)
             state.delete_topology(name)
@@ -128,7 +161,8 @@ def with_cluster_layer(topology: Any, base: Config) -> Any:
     return replace(topology, config={**encode_config(layer, "--config-path"), **topology.config})
 
 
-def _write_run(topology: Any, plan: Any, state: StateManager, cluster: str, address: StateAddress) -> Any:
+def _write_run(topology: Any, plan: Any, state: StateManager, cluster: str, address: StateAddress,
+               python: str) -> Any:
     run_id, run_dir = new_run_dir(topology.name)
     for sub in ("logs", "metrics"):
         os.makedirs(os.path.join(run_dir, sub), exist_ok=True)
@@ -143,7 +177,7 @@ def _write_run(topology: Any, plan: Any, state: StateManager, cluster: str, addr
         status=schema.TopologyStatus.RUNNING,
         secret=secrets.token_hex(16),
         cluster=cluster,
-        python=sys.executable,
+        python=python,
     )
     address.write(state_file(execution))
     state.put(Kind.TOPOLOGY, topology.name, topology)

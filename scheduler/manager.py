@@ -105,6 +105,7 @@ def update(
         current = state.get(Kind.PACKING_PLAN, name)
         proposed, diff = repack(topology, current, dict(parallelism), base)
         scheduler = make_scheduler(execution.cluster, state)
+        scheduler.check_update(execution, current, proposed)
         state.put(Kind.TOPOLOGY, name, with_parallelism(topology, parallelism))
         state.put(Kind.PACKING_PLAN, name, proposed)
         scheduler.on_update(execution, current, proposed)

@@ -261,31 +261,22 @@ class Supervisor:
 
 
 def main(argv: Optional[list] = None) -> int:
-    from squall.logical import topology_config
-    from squall.state import Kind, StateAddress, StateError
+    from squall.scheduler.daemon import topology_daemon
 
-    p = argparse.ArgumentParser(prog="python -m squall.scheduler.supervisor",
-                                description="Run and restart the executors of one topology on this machine.")
-    p.add_argument("--topology", required=True)
-    p.add_argument("--state", required=True, help="the topology's state address file (state.json)")
-    args = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s [supervisor %(process)d] %(name)s: %(message)s")
-    try:
-        state = StateAddress.read(args.state).open()
-        state.start()
-    except StateError as e:
-        log.error("%s", e)
+    return topology_daemon(argv, "python -m squall.scheduler.supervisor",
+                           "Run and restart the executors of one topology on this machine.", "supervisor", _run)
+
+
+def _run(args: argparse.Namespace, state: Any) -> int:
+    from squall.logical import topology_config
+    from squall.state import Kind
+
+    execution = state.get(Kind.EXECUTION_STATE, args.topology)
+    topology = state.get(Kind.TOPOLOGY, args.topology)
+    if execution is None or topology is None:
+        log.error("topology %r has no state (not submitted, or killed)", args.topology)
         return 2
-    try:
-        execution = state.get(Kind.EXECUTION_STATE, args.topology)
-        topology = state.get(Kind.TOPOLOGY, args.topology)
-        if execution is None or topology is None:
-            log.error("topology %r has no state (not submitted, or killed)", args.topology)
-            return 2
-        return Supervisor(state, args.topology, args.state, execution, topology_config(topology)).run()
-    finally:
-        state.close()
+    return Supervisor(state, args.topology, args.state, execution, topology_config(topology)).run()
 
 
 if __name__ == "__main__":

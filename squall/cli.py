@@ -33,6 +33,7 @@ _PLUGINS = [
     ),
     ("squall.runtime.cli", ["metrics"]),
     ("squall.reports.cli", ["report"]),
+    ("squall.yarn.cli", ["cluster", "rebalance", "yarn"]),
 ]
 
 

@@ -149,6 +149,8 @@ struct SchedulerLocation {
   6: optional i32 supervisor_pid,
   // set when a container died past its restart budget: which, and the end of its log
   7: optional string failure,
+  // container id -> the Skein service whose containers claim it (YARN scheduler)
+  8: optional map<i32, string> services,
 }
 
 // One process of a container as its executor sees it.
@@ -175,6 +177,9 @@ struct ContainerStatus {
   3: required i32 executor_pid,
   4: required double updated,
   5: required list<ProcessStatus> processes,
+  // on YARN: the YARN container id (CONTAINER_ID) and Skein's (SKEIN_CONTAINER_ID, service_instance)
+  6: optional string yarn_container,
+  7: optional string skein_container,
 }
 
 struct StMgrLocation {

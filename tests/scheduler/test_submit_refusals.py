@@ -40,7 +40,7 @@ def test_impossible_requests_launch_nothing(home, capsys, prop, message):
 def test_unknown_cluster_is_refused(home, capsys):
     code = main(["submit", WORD_COUNT, "--cluster", "mars"])
     _, err = capsys.readouterr()
-    assert code == 2 and err == "squall: error: --cluster 'mars': unknown cluster (available: local)\n"
+    assert code == 2 and err == "squall: error: --cluster 'mars': unknown cluster (available: local, yarn)\n"
 
 
 def test_bad_name_is_refused(home, capsys):

@@ -1,0 +1,153 @@
+"""A topology as a Skein application: one service per container shape, one for container 0.
+
+``build_spec`` is pure: the packing plan, the configuration and the staged
+files in, a validated ``skein.ApplicationSpec`` out.
+
+- Container shapes are YARN's (``squall.packing.yarn_shapes``: memory rounded
+  up to the minimum allocation, whole vcores, at most
+  ``squall.yarn.max.shapes`` of them). Each distinct shape is one service,
+  ``containers-<mb>mb-<vcores>vc``, with as many instances as containers of
+  that shape; container 0 (the topology master) is the service ``tmaster``.
+  ``services_of`` says which service runs each container id; the scheduler
+  record keeps that map, and each executor claims a free id of its service.
+- ``max_restarts: -1``: Skein's budget never resets and counts preemption and
+  node loss, so Skein always relaunches a failed container and Squall's
+  restart policy (the application driver) decides when one fails the
+  topology.
+- The application master runs Squall's application driver
+  (``squall.yarn.driver``) as its script: it applies the restart policy to
+  containers and ends the application when the topology is killed or failed.
+- Placement hints: with a view of the cluster's resource pools, each service
+  asks for the nodes ``squall.packing.place`` chose for its containers, with
+  ``relax_locality`` so YARN may still go elsewhere.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
+
+import skein
+
+from squall.packing import PackingError, normalise, tmaster_container_resources, yarn_shapes
+from squall.yarn.environment import ENVIRONMENT_KEY, PythonEnvironment
+from squall.yarn.staging import STATE_KEY, TOPOLOGY_KEY, Staged
+
+TMASTER_SERVICE = "tmaster"
+EXECUTOR_LOG = "executor.log"
+
+
+@dataclass(frozen=True)
+class ServiceShape:
+    name: str
+    memory_mb: int
+    vcores: int
+    containers: tuple  # container ids this service's containers claim
+
+
+def shape_service(memory_mb: int, vcores: int) -> str:
+    return f"containers-{memory_mb}mb-{vcores}vc"
+
+
+def parse_service(name: str) -> tuple:
+    """``(memory_mb, vcores)`` of a shape service's name."""
+    match = re.fullmatch(r"containers-(\d+)mb-(\d+)vc", name)
+    if match is None:
+        raise ValueError(f"{name!r} is not a container shape service")
+    return int(match.group(1)), int(match.group(2))
+
+
+def service_shapes(plan: Any, config: Mapping[str, Any]) -> list:
+    """The services of ``plan``: ``tmaster`` for container 0, then one per normalised shape."""
+    memory, vcores = normalise(tmaster_container_resources(config), config)
+    for need, limit, key in ((memory, "squall.yarn.max.allocation.mb", "squall.tmaster.ram.mb"),
+                             (vcores, "squall.yarn.max.allocation.vcores", "squall.tmaster.cpu")):
+        if need > config[limit]:
+            raise PackingError(f"topology master container 0 needs {need}, above {limit}={config[limit]}: "
+                               f"lower {key}")
+    out = [ServiceShape(TMASTER_SERVICE, memory, vcores, (0,))]
+    for shape in yarn_shapes(plan, config).shapes:
+        out.append(ServiceShape(shape_service(shape.memory_mb, shape.vcores), shape.memory_mb, shape.vcores,
+                                shape.containers))
+    return out
+
+
+def services_of(shapes: list) -> dict:
+    """container id -> service name."""
+    return {cid: s.name for s in shapes for cid in s.containers}
+
+
+def executor_script(topology: str, service: str, env: PythonEnvironment) -> str:
+    """The service's script: claim a container id of ``service`` and run its executor."""
+    lines = [
+        f"# Squall topology {topology}: this container claims a free container id of service {service}",
+        "set -e",
+        f'export PYTHONPATH="$PWD/{TOPOLOGY_KEY}${{PYTHONPATH:+:$PYTHONPATH}}"',
+        'log_dir="${LOG_DIRS%%,*}"',
+        *env.setup_lines(),
+        f"exec {shlex.quote(env.python)} -m squall.runtime.executor --topology {shlex.quote(topology)} "
+        f'--service {shlex.quote(service)} --state "$PWD/{STATE_KEY}" --log-dir "$log_dir" '
+        f'>> "$log_dir/{EXECUTOR_LOG}" 2>&1',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def driver_script(topology: str, env: PythonEnvironment) -> str:
+    """The application master's script: Squall's application driver."""
+    lines = [
+        f"# Squall topology {topology}: the application driver (container restarts, kill, failure)",
+        "set -e",
+        *env.setup_lines(),
+        f"exec {shlex.quote(env.python)} -m squall.yarn.driver --topology {shlex.quote(topology)} "
+        f'--state "$PWD/{STATE_KEY}"',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _files(staged: Staged, with_topology: bool) -> dict:
+    files = {STATE_KEY: skein.File(staged.state_file, type="file", visibility="application")}
+    if with_topology:
+        files[TOPOLOGY_KEY] = skein.File(staged.topology_archive, type="archive", visibility="application")
+    if staged.environment is not None:
+        files[ENVIRONMENT_KEY] = skein.File(staged.environment, type="archive", visibility="application")
+    return files
+
+
+def build_spec(
+    topology: str,
+    plan: Any,
+    config: Mapping[str, Any],
+    staged: Staged,
+    env: PythonEnvironment,
+    placement: Optional[Any] = None,
+) -> skein.ApplicationSpec:
+    """The Skein application of ``plan`` (validated by Skein as it is built)."""
+    services = {}
+    for shape in service_shapes(plan, config):
+        nodes = sorted({placement.assigned[c] for c in shape.containers if c in placement.assigned}) \
+            if placement is not None else []
+        services[shape.name] = skein.Service(
+            resources=skein.Resources(memory=shape.memory_mb, vcores=shape.vcores),
+            script=executor_script(topology, shape.name, env),
+            instances=len(shape.containers),
+            files=_files(staged, with_topology=True),
+            max_restarts=-1,
+            nodes=nodes,
+            relax_locality=True,
+        )
+    master = skein.Master(
+        resources=skein.Resources(memory=config["squall.yarn.master.memory.mb"],
+                                  vcores=config["squall.yarn.master.vcores"]),
+        script=driver_script(topology, env),
+        files=_files(staged, with_topology=False),
+    )
+    return skein.ApplicationSpec(
+        name=topology,
+        queue=config["squall.yarn.queue"],
+        node_label=config["squall.yarn.node.label"],
+        tags={"squall", topology},
+        services=services,
+        master=master,
+        max_attempts=1,
+    )
