@@ -17,16 +17,19 @@ RATE_WEIGHT = 0.3  # weight of the newest rate sample
 
 
 class QueueBound:
-    def __init__(self, max_wait: float, floor: int = 64):
+    def __init__(self, max_wait: float, floor: int = 64, unmeasured: int = 1000):
         self.max_wait = max_wait
         self.floor = floor  # never throttle for fewer queued tuples than this
+        self.unmeasured = unmeasured  # the bound before the instance's rate is known (a batch)
         self.queued = 0
         self.rate: Optional[float] = None  # tuples/s the instance processes when it has work
         self._last_report: Optional[float] = None
         self.over = False
 
     def limit(self) -> float:
-        return max(self.floor, (self.rate or 0.0) * self.max_wait)
+        if self.rate is None:
+            return self.unmeasured
+        return max(self.floor, self.rate * self.max_wait)
 
     def delivered(self, tuples: int) -> bool:
         """Tuples handed to the instance; True when the queue just went over its bound."""

@@ -367,7 +367,7 @@ class StreamManager:
         log.debug("backpressure %s", "started" if over else "ended")
         msg = control_frame(backpressure=schema.Backpressure(self.container, over))
         for link in self.peers.values():
-            if link.conn is not None:
+            if link.conn is not None and link.conn.authenticated:  # the others get it once ready
                 link.conn.write(msg)
         self._apply_throttle()
 

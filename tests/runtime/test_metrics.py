@@ -28,7 +28,8 @@ def test_busy_process_reports_its_cpu_in_every_bucket(tmp_path):
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     env = types.SimpleNamespace(args=types.SimpleNamespace(container=1), run_dir=str(tmp_path), packing=None,
-                                name="t", execution=types.SimpleNamespace(run_id="r"))
+                                name="t", execution=types.SimpleNamespace(run_id="r"),
+                                metrics_dir=str(tmp_path / "metrics"))
     mm = MetricsManager(env)
     try:
         time.sleep(0.4)

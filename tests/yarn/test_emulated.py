@@ -42,8 +42,9 @@ def yarn_cluster(tmp_path, monkeypatch, zookeeper, capsys):
         assert code == expect, f"squall {' '.join(argv)} exited {code}:\n{out}\n{err}"
         return out
 
-    yield squall, str(config), apps
     sys.modules.pop("wc_update", None)  # loaded from a copy here: other tests load it from its own folder
+    yield squall, str(config), apps
+    sys.modules.pop("wc_update", None)
     for app in apps:
         app.close()
         leftovers = [c.yarn_id for c in app.containers if group_alive(c.popen)]
