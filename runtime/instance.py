@@ -618,7 +618,11 @@ class Instance:
                 tup.source = source
                 process(tup)
             done += len(vals)
-        t_end = clock()
+        self._account(done, t_start, clock(), arrived)
+        return done
+
+    def _account(self, done: int, t_start: float, t_end: float, arrived: float) -> None:
+        """Counters of one frame's ``done`` tuples, processed from ``t_start`` to ``t_end``."""
         self.execute_count += done
         self.execute_calls += done
         self.execute_time += t_end - t_start
@@ -626,7 +630,6 @@ class Instance:
         self.process_calls += done
         self.process_time += done * ((t_end - t_start) / 2 + (t_start - arrived))
         self.consumed += done
-        return done
 
     def _on_tracked(self, src: int, comp: str, runs: list, arrived: float) -> int:
         """``on_data`` at least once: each tuple with its tree ids, anchored, acked and failed as the bolt says."""
@@ -681,13 +684,7 @@ class Instance:
             done += len(vals)
         self.current = None
         self.ack_count += acked
-        t_end = clock()
-        self.execute_count += done
-        self.execute_calls += done
-        self.execute_time += t_end - t_start
-        self.process_calls += done
-        self.process_time += done * ((t_end - t_start) / 2 + (t_start - arrived))
-        self.consumed += done
+        self._account(done, t_start, clock(), arrived)
         return done
 
     def tick(self) -> None:
