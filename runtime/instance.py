@@ -704,8 +704,10 @@ class Instance:
         t0 = clock()
         n = 0
         emitted = 0
+        trees = self.tracker.trees
+        cap = self.max_pending if self.max_pending is not None else float("inf")
         for n in range(1, calls + 1):
-            if self.max_pending is not None and len(self.tracker) >= self.max_pending:
+            if len(trees) >= cap:
                 break  # topology.max.spout.pending trees in flight: wait for acks
             e0 = self.emit_count
             next_tuple()
@@ -936,9 +938,10 @@ def run(env: Any) -> int:
                 next_expire = now + expire_every
             if now >= next_metrics:
                 wall = time.time()
-                if inst.throttled:
-                    throttle(False)
-                    throttle(True)
+                if inst.throttled:  # the time told to stop so far counts in this bucket
+                    t = time.perf_counter()
+                    inst.backpressure_time += t - throttled_at[0]
+                    throttled_at[0] = t
                 metrics.send(inst.metrics_row(wall, wall - last_metrics_wall, queue_depth()))
                 last_metrics_wall = wall
                 next_metrics = now + bucket

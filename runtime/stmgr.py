@@ -180,8 +180,6 @@ class StreamManager:
     def lost(self, conn: Connection) -> None:
         self.congested.discard(conn)
         tag = conn.tag
-        if tag is not None and tag[0] == "instance" and self.local.get(tag[1]) is conn:
-            self.congested.discard(tag[1])
         if tag is None or self.closing:
             return
         kind = tag[0]
@@ -189,6 +187,7 @@ class StreamManager:
             if self.local.get(tag[1]) is conn:
                 del self.local[tag[1]]
                 self.queues.pop(tag[1], None)
+                self.congested.discard(tag[1])  # its queue is gone with it
                 if self.stale.pop(tag[1], None) is not None:
                     log.info("task %d (retired) disconnected; its route is gone", tag[1])
                 else:
