@@ -82,19 +82,22 @@ class AckTracker:
         del self.trees[root]
         return entry[0], now - entry[2]
 
-    def ack_all(self, acks: list, now: float) -> list:
-        """``ack`` for a flat ``[root, value, root, value, ...]``: the ``(tup_id, latency)`` of the trees
-        completed, in order. (One call per ACK frame: this is every tuple's cost at the spout.)"""
+    def ack_all(self, acks: list, now: float) -> tuple:
+        """``ack`` for a flat ``[root, value, root, value, ...]``: the tup_ids of the trees completed, in
+        order, and the sum of their latencies. (One call per ACK frame: this is every tuple's cost at
+        the spout.)"""
         trees = self.trees
-        done = []
+        done: list = []
+        emitted = 0.0
         for i in range(0, len(acks), 2):
             entry = trees.get(acks[i])
             if entry is not None:
                 entry[1] ^= acks[i + 1]
                 if not entry[1]:
                     del trees[acks[i]]
-                    done.append((entry[0], now - entry[2]))
-        return done
+                    done.append(entry[0])
+                    emitted += entry[2]
+        return done, len(done) * now - emitted
 
     def fail(self, root: int) -> Optional[Any]:
         """The tree failed: its tup_id (None if it is not open)."""

@@ -1,11 +1,14 @@
 """The instance: one process per task, running one spout or bolt.
 
-``Instance`` is the state machine (plan in, tuples in, frames out) and can be
-driven without sockets: it writes finished frames to ``self.out`` and the I/O
-loop (``run``) sends them. The loop is single-threaded like Heron's Python
-instance: it polls the stream manager's connection between bursts of
-``next_tuple`` calls (spouts) or blocks on it (bolts), flushes batches every
-``squall.instance.flush.interval.ms`` and reports metrics every bucket.
+``Instance`` is the state machine and is driven without sockets. Events come
+in as calls: ``on_frame`` (a frame from the stream manager: tuples, acks,
+the physical plan, backpressure), ``on_timers`` (flush, tick, expire trees,
+end a metrics bucket), ``spout_burst`` (a spout's turn to emit). Actions go
+out as state: the frames to send accumulate in ``out``, ``throttled`` says
+whether a spout may emit, ``metrics_row`` is the bucket's row. ``_Loop`` is
+the I/O around it, single-threaded like Heron's Python instance: it polls the
+stream manager's connection between bursts of ``next_tuple`` calls (spouts)
+or blocks on it (bolts), and sends what ``out`` holds.
 
 Delivery (``topology.reliability.mode``): at most once, a bolt's
 ``ack``/``fail`` only count and a spout's are never called. At least once,
@@ -77,24 +80,35 @@ class _ReceivedTuple(Tuple):
 
 
 class _TrackedTuple(Tuple):
-    """A received tuple at least once: ``id`` (its edge id), ``roots`` (of its trees, or None when
-    its spout emitted it without an id), the XOR of the edges emitted anchored to it, and whether it
-    was acked or failed already (a second ack or fail is ignored)."""
+    """A received tuple at least once: ``id`` (its edge id; None when not tracked), ``roots`` (of
+    its trees; None when its spout emitted it without an id) and ``ackval``: what acking it sends,
+    its edge id XOR the edges emitted anchored to it (0 when not tracked). Acking or failing it sets
+    ``ackval`` to None, so a second ack or fail is ignored.
+    """
 
-    __slots__ = ("ackval", "done")
+    __slots__ = ("ackval",)
     __init__ = object.__init__  # type: ignore[assignment]
 
 
+NO_ROOTS: list = []  # what a batch's open span is anchored to before its first tracked tuple
+
+
 class _Batch:
-    """Tuples waiting for one destination task: runs of [stream, values] in emit order
-    (at least once: [stream, values, tree ids], the ids parallel to the values).
+    """Tuples waiting for one destination task: runs of [stream, values] in emit order.
+
+    At least once a run is ``[stream, values, edges, spans]``: ``edges`` holds each tuple's edge
+    id (0: not tracked), parallel to the values, and ``spans`` is a flat ``[start, roots, start,
+    roots, ...]``: the tuples from index ``start`` on belong to the trees ``roots`` (None: not
+    tracked). Consecutive tuples anchored to the same tuple (a sentence's words) share one span,
+    so the roots go on the wire once per span, not once per tuple, and the receiver acks a
+    span's tuples with one XOR.
 
     ``vals`` is the open (last) run; the batch is full once it holds ``limit``
     values, which is the batch size less what earlier runs hold. A batch
     lives as long as its destination: sending it clears it.
     """
 
-    __slots__ = ("dest", "targets", "size", "runs", "stream", "vals", "limit", "ids")
+    __slots__ = ("dest", "targets", "size", "runs", "stream", "vals", "limit", "edges", "spans", "roots")
 
     def __init__(self, dest: int, size: int) -> None:
         self.dest = dest
@@ -106,7 +120,9 @@ class _Batch:
         self.runs: list = []
         self.stream: Optional[str] = None
         self.vals: list = []
-        self.ids: list = []
+        self.edges: list = []
+        self.spans: list = []
+        self.roots: Any = NO_ROOTS  # the open span's
         self.limit = self.size
 
     def add(self, stream: str, values: Any) -> None:
@@ -117,16 +133,21 @@ class _Batch:
             self.runs.append([stream, self.vals])
         self.vals.append(values)
 
-    def add_tracked(self, stream: str, values: Any, ids: Any) -> None:
-        """At least once: ``ids`` is ``[edge id, root, ...]`` or None (not tracked)."""
+    def add_tracked(self, stream: str, values: Any, edge: int, roots: Any) -> None:
+        """At least once: ``edge`` in the trees ``roots`` (0 and None: not tracked)."""
         if stream != self.stream:
             self.limit -= len(self.vals)
             self.stream = stream
             self.vals = []
-            self.ids = []
-            self.runs.append([stream, self.vals, self.ids])
+            self.edges = []
+            self.spans = [0, roots]
+            self.roots = roots
+            self.runs.append([stream, self.vals, self.edges, self.spans])
+        elif roots is not self.roots:
+            self.spans += (len(self.vals), roots)
+            self.roots = roots
         self.vals.append(values)
-        self.ids.append(ids)
+        self.edges.append(edge)
 
     @property
     def full(self) -> bool:
@@ -134,6 +155,28 @@ class _Batch:
 
     def count(self) -> int:
         return sum(len(run[1]) for run in self.runs)
+
+
+class _Timers:
+    """When an instance next flushes its batches, reports metrics, ticks and expires trees (monotonic)."""
+
+    def __init__(self, config: Any, ticks: bool, expires: bool, message_timeout: float) -> None:
+        self.flush_every = float(config["squall.instance.flush.interval.ms"]) / 1000
+        self.bucket = float(config["topology.builtin.metrics.bucket.size.secs"])
+        self.tick_every = config["topology.tick.tuple.freq.secs"] if ticks else None
+        # spouts at least once: trees past topology.message.timeout.secs fail, checked ten times per timeout
+        self.expire_every = min(1.0, message_timeout / 10)
+        self.expires = expires
+        self.start(0.0)
+
+    def start(self, now: float) -> None:
+        self.next_flush = now + self.flush_every
+        self.next_metrics = now + self.bucket
+        self.next_tick = now + self.tick_every if self.tick_every else float("inf")
+        self.next_expire = now + self.expire_every if self.expires else float("inf")
+
+    def next_due(self) -> float:
+        return min(self.next_flush, self.next_metrics, self.next_tick, self.next_expire)
 
 
 class Instance:
@@ -159,7 +202,12 @@ class Instance:
         self.current: Any = None  # the tuple process() is running on (auto_anchor)
         self.auto_anchor = self.auto_ack = self.auto_fail = False  # a bolt's class says, at least once
         self.throttled = False  # the stream manager asked this spout to stop emitting
+        self.throttled_at = 0.0
         self.consumed = 0  # tuples processed since the last report to the stream manager
+        self.waiting: list = []  # DATA frames from senders newer than the plan: handled once a plan names them
+        self.in_bytes = self.in_tuples = 0  # DATA read this bucket: the size of a queued tuple
+        self.timers = _Timers(config, ticks=not self.is_spout, expires=self.is_spout and self.reliable,
+                              message_timeout=self.tracker.timeout)
         self.fields_of = {(c.name, s.name): list(s.fields) for c in topology.components for s in c.outputs}
         self.task_component: dict = {}
         self.routes: dict = {}
@@ -207,7 +255,13 @@ class Instance:
         self.completed = 0
         self.timeouts = 0
 
-    def metrics_row(self, now: float, interval: float, queue_depth: int = 0) -> Any:
+    def metrics_row(self, now: float, interval: float, unread_bytes: int = 0, clock: float = 0.0) -> Any:
+        """The bucket's row: ``now`` is the wall time, ``clock`` the ``perf_counter`` (backpressure
+        time so far counts in this bucket), ``unread_bytes`` what waits in the socket and reader."""
+        if self.throttled:
+            self.backpressure_time += clock - self.throttled_at
+            self.throttled_at = clock
+        queue_depth = self.queue_depth(unread_bytes)
         user: dict = {"__timeout-count": self.timeouts, "__pending": len(self.tracker)} if self.reliable else {}
         if self.context is not None:
             for name, (metric, _bucket) in self.context.metrics.items():
@@ -232,6 +286,65 @@ class Instance:
         )
         self.reset_metrics()
         return row
+
+    def queue_depth(self, unread_bytes: int) -> int:
+        """Tuples received and not processed: frames waiting for a plan, and ``unread_bytes`` (socket
+        and reader) in tuples of this bucket's average size."""
+        depth = sum(frame_count(f) for f in self.waiting)
+        if unread_bytes and self.in_tuples:
+            depth += round(unread_bytes * self.in_tuples / self.in_bytes)
+        self.in_bytes = self.in_tuples = 0
+        return depth
+
+    # events from the I/O loop ------------------------------------------------------
+    def on_frame(self, f: bytes, clock: float) -> None:
+        """One frame from the stream manager (``clock``: its ``perf_counter`` arrival)."""
+        ftype = f[4]
+        if ftype == DATA:
+            self.in_bytes += len(f)
+            self.in_tuples += frame_count(f)
+            if not self.initialized or self.on_data(f, clock) is None:
+                self.waiting.append(f)
+        elif ftype == ACK and self.is_spout:
+            self.on_acks(f)
+        elif ftype == CONTROL:
+            msg = decode_control(f)
+            if msg.backpressure is not None:
+                self.on_throttle(msg.backpressure.on, clock)
+            elif msg.physical_plan is not None:
+                self.on_plan(msg.physical_plan)
+                waiting, self.waiting = self.waiting, []
+                for w in waiting:
+                    if self.on_data(w, clock) is None:
+                        self.waiting.append(w)
+        else:
+            raise ProtocolError(f"unexpected frame type {ftype} from the stream manager")
+
+    def on_throttle(self, on: bool, clock: float) -> None:
+        """The stream manager's word: stop emitting (a spout), or go on; the time told to stop is
+        backpressure time."""
+        if on and not self.throttled:
+            self.throttled_at = clock
+        elif self.throttled and not on:
+            self.backpressure_time += clock - self.throttled_at
+        self.throttled = on
+
+    def on_timers(self, now: float) -> bool:
+        """Flush, tick and expire what is due at ``now`` (monotonic); True when a metrics bucket ends."""
+        t = self.timers
+        if now >= t.next_flush:
+            self.flush_all()
+            t.next_flush = now + t.flush_every
+        if now >= t.next_tick and self.initialized:
+            self.tick()
+            t.next_tick = now + t.tick_every
+        if now >= t.next_expire:
+            self.expire(now)
+            t.next_expire = now + t.expire_every
+        if now >= t.next_metrics:
+            t.next_metrics = now + t.bucket
+            return True
+        return False
 
     # plan ------------------------------------------------------------------------
     def on_plan(self, pplan: Any) -> None:
@@ -305,23 +418,29 @@ class Instance:
         return tuple(targets)
 
     def _emit_tracked(self, values: Any, stream: str, targets: Any, tup_id: Any, anchors: Any) -> None:
-        """Each copy gets an edge id: in its spout tuple's new tree, or in its anchors' trees."""
+        """Each copy gets an edge id: in its spout tuple's new tree, or in its anchors' trees.
+
+        Anchors already acked or failed anchor nothing (Storm's rule: anchor before you ack).
+        """
         if self.is_spout:
             if tup_id is None:  # not tracked, never replayed
                 roots = None
             else:
                 root = new_root(self.task_id)
-                roots = (root,)
+                roots = [root]
                 xor = 0
         else:
             if anchors is None:
                 anchors = (self.current,) if self.current is not None and self.auto_anchor else ()
-            anchors = [a for a in anchors if getattr(a, "roots", None)]
-            roots = tuple({r for a in anchors for r in a.roots}) if anchors else None
+            anchors = [a for a in anchors if getattr(a, "roots", None) and a.ackval is not None]
+            if len(anchors) == 1:
+                roots = anchors[0].roots  # shared: consecutive emits anchored to it share a span
+            else:
+                roots = list({r: None for a in anchors for r in a.roots}) or None
         for t in targets:
             batch = self._batch(t)
             if roots is None:
-                batch.add_tracked(stream, values, None)
+                batch.add_tracked(stream, values, 0, None)
             else:
                 edge = new_edge()
                 if self.is_spout:
@@ -329,7 +448,7 @@ class Instance:
                 else:
                     for a in anchors:
                         a.ackval ^= edge
-                batch.add_tracked(stream, values, [edge, *roots])
+                batch.add_tracked(stream, values, edge, roots)
             if batch.full:
                 self._send(batch)
         if self.is_spout and roots is not None:
@@ -339,14 +458,13 @@ class Instance:
     # acking (at least once) ----------------------------------------------------------
     def ack_tuple(self, tup: Any) -> None:
         """A bolt acks ``tup``: close its edge in each of its trees (once)."""
-        if tup.__class__ is not _TrackedTuple or tup.done:
+        if tup.__class__ is not _TrackedTuple or tup.ackval is None:
             return
-        tup.done = True
+        value = tup.ackval
+        tup.ackval = None
         self.ack_count += 1
-        if tup.roots:
-            value = tup.id ^ tup.ackval
-            for root in tup.roots:
-                self._queue_ack(root, value)
+        for root in tup.roots or ():
+            self._queue_ack(root, value)
 
     def _queue_ack(self, root: int, value: int) -> None:
         """Acks of consecutive tuples of one tree (a sentence's words) XOR into one (same result, less traffic)."""
@@ -359,9 +477,9 @@ class Instance:
 
     def fail_tuple(self, tup: Any) -> None:
         """A bolt fails ``tup``: its trees fail at their spouts, which replay them (once)."""
-        if tup.__class__ is not _TrackedTuple or tup.done:
+        if tup.__class__ is not _TrackedTuple or tup.ackval is None:
             return
-        tup.done = True
+        tup.ackval = None
         self.fail_count += 1
         for root in tup.roots or ():
             self._ack_batch(root_task(root))[1].append(root)
@@ -375,8 +493,14 @@ class Instance:
     def on_acks(self, frame_bytes: bytes) -> None:
         """A spout gets acks and fails of its trees (an ACK frame)."""
         _src, acks, fails = msgpack.unpackb(memoryview(frame_bytes)[DATA_HEADER_SIZE:], raw=False)
-        for tup_id, latency in self.tracker.ack_all(acks, time.monotonic()):
-            self._complete(tup_id, latency)
+        completed, latency = self.tracker.ack_all(acks, time.monotonic())
+        if completed:
+            self.ack_count += len(completed)
+            self.completed += len(completed)
+            self.complete_time += latency
+            ack = self.component.ack
+            for tup_id in completed:
+                ack(tup_id)
         for root in fails:
             tup_id = self.tracker.fail(root)
             if tup_id is not None:
@@ -536,27 +660,33 @@ class Instance:
             else:
                 batch = batches[choose(values)]
             if tracked:
-                if spout:  # new_root() and AckTracker.start() inlined: every spout tuple's cost
+                if spout:  # new_root(), new_edge() and AckTracker.start() inlined: every spout tuple's cost
                     if tup_id is None:
-                        ids = None
+                        edge, roots = 0, None
                     else:
-                        ids = [bits(64) or 1, task_bits | (bits(TASK_SHIFT) or 1)]
-                        trees[ids[1]] = [tup_id, ids[0], clock()]
+                        edge = bits(64) or 1
+                        root = task_bits | (bits(TASK_SHIFT) or 1)
+                        roots = [root]
+                        trees[root] = [tup_id, edge, clock()]
                 else:
                     current = inst.current
-                    if auto_anchor and current is not None and current.roots:
-                        ids = [bits(64) or 1, *current.roots]  # new_edge(), inlined
-                        current.ackval ^= ids[0]
+                    if auto_anchor and current is not None and current.roots and current.ackval is not None:
+                        edge = bits(64) or 1  # new_edge(), inlined
+                        current.ackval ^= edge
+                        roots = current.roots
                     else:
-                        ids = None
+                        edge, roots = 0, None
                 if batch.stream == stream:
-                    batch.ids.append(ids)
+                    if roots is not batch.roots:  # _Batch.add_tracked inlined
+                        batch.spans += (len(batch.vals), roots)
+                        batch.roots = roots
+                    batch.edges.append(edge)
                     vals = batch.vals
                     vals.append(values)
                     if len(vals) >= batch.limit:
                         send(batch)
                 else:
-                    batch.add_tracked(stream, values, ids)
+                    batch.add_tracked(stream, values, edge, roots)
                     if batch.full:
                         send(batch)
             elif batch.stream == stream:
@@ -632,56 +762,63 @@ class Instance:
         self.consumed += done
 
     def _on_tracked(self, src: int, comp: str, runs: list, arrived: float) -> int:
-        """``on_data`` at least once: each tuple with its tree ids, anchored, acked and failed as the bolt says."""
+        """``on_data`` at least once: each tuple with its tree ids, anchored, acked and failed as the bolt says.
+
+        The automatic acks of a span's tuples (one sentence's words) share their roots: they are
+        XORed into one value and queued once per root, not once per tuple.
+        """
         process = self.component.process
         make = _TrackedTuple
         clock = time.perf_counter
         auto_ack, auto_fail = self.auto_ack, self.auto_fail
-        last_task, acks = -1, None
+        last_task, acks = -1, None  # the ack batch of the last root's spout task
         done = acked = 0
         t_start = clock()
-        for stream, vals, ids in runs:
+        for stream, vals, edges, spans in runs:
             source = self.sources.get((src, stream))
             if source is None:
                 source = self.sources[src, stream] = TupleSource(comp, stream, src,
                                                                  self.fields_of.get((comp, stream), ()))
-            for v, tree in zip(vals, ids):
-                tup = make()
-                tup.values = v
-                tup.source = source
-                tup.ackval = 0
-                tup.done = False
-                if tree is None:
-                    tup.id = tup.roots = None
-                else:
-                    tup.id = tree[0]
-                    tup.roots = tree[1:]
-                self.current = tup
-                try:
-                    process(tup)
-                except Exception:
-                    if not auto_fail:
-                        raise
-                    FAILED_TUPLES.warning("task %d: process() raised; the tuple fails and its tree is "
-                                          "replayed", self.task_id, exc_info=True)
-                    self.fail_tuple(tup)
-                else:
-                    if auto_ack and not tup.done:  # ack_tuple inlined: this is every tuple's cost
-                        tup.done = True
-                        acked += 1
-                        roots = tup.roots
-                        if roots:
-                            value = tup.id ^ tup.ackval
-                            for root in roots:
-                                if root >> TASK_SHIFT != last_task:
-                                    last_task = root >> TASK_SHIFT
-                                    acks = self._ack_batch(last_task)[0]
-                                if acks and acks[-2] == root:
-                                    acks[-1] ^= value
-                                else:
-                                    acks.append(root)
-                                    acks.append(value)
-            done += len(vals)
+            n = len(vals)
+            last = len(spans) - 2
+            for k in range(0, last + 1, 2):
+                start, roots = spans[k], spans[k + 1]
+                end = spans[k + 2] if k < last else n
+                pairs = zip(vals, edges) if end - start == n else zip(vals[start:end], edges[start:end])
+                xor = 0
+                for v, edge in pairs:
+                    tup = make()
+                    tup.values = v
+                    tup.source = source
+                    tup.roots = roots
+                    tup.id = edge or None
+                    tup.ackval = edge
+                    self.current = tup
+                    try:
+                        process(tup)
+                    except Exception:
+                        if not auto_fail:
+                            raise
+                        FAILED_TUPLES.warning("task %d: process() raised; the tuple fails and its tree is "
+                                              "replayed", self.task_id, exc_info=True)
+                        self.fail_tuple(tup)
+                    else:
+                        if auto_ack:  # ack_tuple inlined: this is every tuple's cost
+                            value = tup.ackval
+                            if value is not None:
+                                tup.ackval = None
+                                xor ^= value
+                                acked += 1
+                if xor and roots:
+                    for root in roots:  # _queue_ack inlined
+                        if root >> TASK_SHIFT != last_task:
+                            last_task = root >> TASK_SHIFT
+                            acks = self._ack_batch(last_task)[0]
+                        if acks and acks[-2] == root:
+                            acks[-1] ^= xor
+                        else:
+                            acks += (root, xor)
+            done += n
         self.current = None
         self.ack_count += acked
         self._account(done, t_start, clock(), arrived)
@@ -743,6 +880,146 @@ def _connect_stmgr(env: Any, task: int, component: str) -> BlockingConnection:
             time.sleep(0.2)
 
 
+class _Loop:
+    """The instance process's I/O: one blocking socket to the stream manager, a single thread.
+
+    It reads and sends; ``Instance`` decides. Bolts block on the socket between
+    frames; spouts poll it between bursts of ``next_tuple`` and send without
+    blocking, so a spout whose stream manager stops reading it (backpressure)
+    keeps what it emitted (about a batch) and emits nothing more until the
+    socket takes it: tuples wait in the spout's source, not in buffers between
+    emit and count.
+    """
+
+    def __init__(self, inst: Instance, conn: BlockingConnection, metrics: BlockingMetricsSender,
+                 drain_max: float, gc_threshold: int) -> None:
+        self.inst = inst
+        self.sock = conn.sock
+        self.reader = conn.reader
+        self.metrics = metrics
+        self.drain_max = drain_max
+        self.gc_threshold = gc_threshold
+        self.send_out = self.send_some if inst.is_spout else self.send_all
+        self.last_metrics_wall = time.time()
+
+    def send_all(self) -> None:
+        """Blocking send of everything emitted (bolts: the stream manager always reads them)."""
+        inst = self.inst
+        if inst.out:
+            data = bytes(inst.out)
+            inst.out.clear()
+            t0 = time.perf_counter()
+            try:
+                self.sock.sendall(data)
+            except OSError as e:
+                raise ProtocolError(f"send to the stream manager failed: {e}") from e
+            waited = time.perf_counter() - t0
+            if waited > 0.001:
+                inst.backpressure_time += waited
+
+    def send_some(self) -> bool:
+        """Non-blocking send (spouts); True when nothing is left unsent."""
+        out = self.inst.out
+        if out:
+            try:
+                n = self.sock.send(out, socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                return False
+            except OSError as e:
+                raise ProtocolError(f"send to the stream manager failed: {e}") from e
+            del out[:n]
+        return not out
+
+    def read(self, timeout: float) -> bool:
+        """Read and handle what arrived within ``timeout``; True if anything did."""
+        if timeout > 0:
+            r, _, _ = select.select([self.sock], [], [], timeout)
+            if not r:
+                return False
+        try:
+            data = self.sock.recv(1 << 20, socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError as e:  # reset by a stream manager that died: the same as closed
+            raise ProtocolError(f"receive from the stream manager failed: {e}") from e
+        if not data:
+            raise ProtocolError("stream manager closed the connection")
+        inst = self.inst
+        for f in self.reader.feed(data):
+            was_initialized = inst.initialized
+            inst.on_frame(f, time.perf_counter())
+            if self.gc_threshold and inst.initialized and not was_initialized:
+                gc.freeze()  # the component as initialize() left it: never garbage
+            if len(inst.out) >= OUT_FLUSH_BYTES:
+                self.send_out()
+        return True
+
+    def unread_bytes(self) -> int:
+        return self.reader.pending + int.from_bytes(fcntl.ioctl(self.sock, termios.FIONREAD, b"\0\0\0\0"), "little")
+
+    def serve(self, stop: list) -> None:
+        """Until ``stop`` is not empty."""
+        inst = self.inst
+        timers = inst.timers
+        timers.start(time.monotonic())
+        while not stop:
+            if inst.is_spout and inst.out and not self.send_some():
+                # blocked: wait until the socket takes more, a frame arrives or a timer is due
+                t0 = time.perf_counter()
+                r, _, _ = select.select([self.sock], [self.sock], [], max(0.0, timers.next_due() - time.monotonic()))
+                inst.backpressure_time += time.perf_counter() - t0
+                if r:
+                    self.read(0)
+            elif inst.is_spout and inst.active and inst.initialized and not inst.throttled:
+                emitted = inst.spout_burst()
+                self.send_some()
+                self.read(0.001 if not emitted else 0)
+            else:
+                self.read(max(0.0, timers.next_due() - time.monotonic()))
+            now = time.monotonic()
+            flush_due = now >= timers.next_flush
+            if inst.on_timers(now):
+                wall = time.time()
+                self.metrics.send(inst.metrics_row(wall, wall - self.last_metrics_wall, self.unread_bytes(),
+                                                   time.perf_counter()))
+                self.last_metrics_wall = wall
+            if flush_due:
+                self.send_out()
+
+    def drain(self) -> None:
+        """After SIGTERM (bolts): handle what is still in, or on its way to, the socket, until it has
+        been quiet for ``DRAIN_QUIET_SECS`` or ``drain_max`` has passed."""
+        start = quiet_since = time.monotonic()
+        deadline = start + self.drain_max
+        reads = 0
+        while True:
+            now = time.monotonic()
+            if now - quiet_since >= DRAIN_QUIET_SECS:
+                break
+            if now >= deadline:
+                log.warning("task %d: input still arriving after %.1fs of draining; stopping",
+                            self.inst.task_id, self.drain_max)
+                break
+            try:
+                got = self.read(min(DRAIN_QUIET_SECS - (now - quiet_since), deadline - now))
+            except ProtocolError:
+                break  # the stream manager is gone (kill): nothing more can arrive
+            if got:
+                quiet_since = time.monotonic()
+                reads += 1
+        log.info("task %d drained its input (%d reads) in %.2fs", self.inst.task_id, reads, time.monotonic() - start)
+
+    def finish(self) -> None:
+        """Send what is left (a spout's stream manager may not be reading it: bounded)."""
+        self.inst.flush_all()
+        if self.inst.out:
+            self.sock.settimeout(self.drain_max)
+            try:
+                self.send_all()
+            except ProtocolError as e:
+                log.warning("task %d: its last output was not sent: %s", self.inst.task_id, e)
+
+
 def run(env: Any) -> int:
     """The instance process: ``env.args.task`` in ``env.args.container``."""
     task = env.args.task
@@ -754,206 +1031,22 @@ def run(env: Any) -> int:
     component = mine[0].id.component
     inst = Instance(env.topology, component, task, env.args.container, env.config,
                     batch_size=int(env.config["squall.instance.batch.size"]))
-    stop = []
+    stop: list = []
     signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
     signal.signal(signal.SIGINT, lambda *a: stop.append(1))
     conn = _connect_stmgr(env, task, component)
-    sock = conn.sock
-    reader = conn.reader
-    metrics = BlockingMetricsSender(env, local_host(env), task, component)
-    flush_every = float(env.config["squall.instance.flush.interval.ms"]) / 1000
-    # draining after SIGTERM ends well before the executor's SIGKILL
-    drain_max = max(0.5, float(env.config["squall.executor.kill.grace.secs"]) / 2)
-    bucket = float(env.config["topology.builtin.metrics.bucket.size.secs"])
-    tick_freq = env.config["topology.tick.tuple.freq.secs"]
-    if inst.is_spout:
-        tick_freq = None
     gc_threshold = int(env.config["squall.instance.gc.threshold"])
     if gc_threshold:
         gc.set_threshold(gc_threshold, *gc.get_threshold()[1:])
+    # draining after SIGTERM ends well before the executor's SIGKILL
+    drain_max = max(0.5, float(env.config["squall.executor.kill.grace.secs"]) / 2)
+    loop = _Loop(inst, conn, BlockingMetricsSender(env, local_host(env), task, component), drain_max, gc_threshold)
     log.info("task %d (%s) connected to its stream manager", task, component)
-
-    now = time.monotonic()
-    next_flush = now + flush_every
-    next_metrics = now + bucket
-    next_tick = now + tick_freq if tick_freq else float("inf")
-    # spouts at least once: trees past topology.message.timeout.secs fail, checked ten times per timeout
-    expire_every = min(1.0, inst.tracker.timeout / 10)
-    next_expire = now + expire_every if inst.is_spout and inst.reliable else float("inf")
-    last_metrics_wall = time.time()
-    pending: list = []  # frames read, not yet handled
-
-    def send_all() -> None:
-        """Blocking send of everything emitted (bolts: the stream manager always reads them)."""
-        if inst.out:
-            data = bytes(inst.out)
-            inst.out.clear()
-            t0 = time.perf_counter()
-            try:
-                sock.sendall(data)
-            except OSError as e:
-                raise ProtocolError(f"send to the stream manager failed: {e}") from e
-            waited = time.perf_counter() - t0
-            if waited > 0.001:
-                inst.backpressure_time += waited
-
-    def send_some() -> bool:
-        """Non-blocking send (spouts); True when nothing is left unsent.
-
-        Under backpressure the stream manager stops reading this spout; what it
-        has emitted then stays here (at most one batch or so) and the spout emits
-        nothing more until the socket takes it: tuples wait in the spout's
-        ``next_tuple`` source, not in buffers between emit and count.
-        """
-        out = inst.out
-        if out:
-            try:
-                n = sock.send(out, socket.MSG_DONTWAIT)
-            except (BlockingIOError, InterruptedError):
-                return False
-            except OSError as e:
-                raise ProtocolError(f"send to the stream manager failed: {e}") from e
-            del out[:n]
-        return not out
-
-    send_out = send_some if inst.is_spout else send_all
-    in_flow = [0, 0]  # bytes and tuples of the DATA frames read this bucket: the size of a queued tuple
-    throttled_at = [0.0]
-
-    def throttle(on: bool) -> None:
-        """The stream manager's word: stop emitting (a spout), or go on."""
-        if on and not inst.throttled:
-            throttled_at[0] = time.perf_counter()
-        elif inst.throttled and not on:
-            inst.backpressure_time += time.perf_counter() - throttled_at[0]
-        inst.throttled = on
-
-    def queue_depth() -> int:
-        """Tuples this instance has received and not processed: frames waiting for a plan, and the
-        bytes in its socket and reader, in tuples of this bucket's average size."""
-        depth = sum(frame_count(f) for f in pending)
-        waiting = reader.pending + int.from_bytes(fcntl.ioctl(sock, termios.FIONREAD, b"\0\0\0\0"), "little")
-        if waiting and in_flow[1]:
-            depth += round(waiting * in_flow[1] / in_flow[0])
-        in_flow[0] = in_flow[1] = 0
-        return depth
-
-    def handle(frames: list) -> None:
-        for f in frames:
-            ftype = f[4]
-            if ftype == DATA:
-                in_flow[0] += len(f)
-                in_flow[1] += frame_count(f)
-                if not inst.initialized or inst.on_data(f, time.perf_counter()) is None:
-                    pending.append(f)
-                    continue
-            elif ftype == ACK and inst.is_spout:
-                inst.on_acks(f)
-            elif ftype == CONTROL:
-                msg = decode_control(f)
-                if msg.backpressure is not None:
-                    throttle(msg.backpressure.on)
-                elif msg.physical_plan is not None:
-                    was_initialized = inst.initialized
-                    inst.on_plan(msg.physical_plan)
-                    if gc_threshold and inst.initialized and not was_initialized:
-                        gc.freeze()  # the component as initialize() left it: never garbage
-                    if pending:
-                        queued = pending[:]
-                        pending.clear()
-                        handle(queued)
-            else:
-                raise ProtocolError(f"unexpected frame type {ftype} from the stream manager")
-            if len(inst.out) >= OUT_FLUSH_BYTES:
-                send_out()
-
-    def read(timeout: float) -> bool:
-        """Read and handle what arrived within ``timeout``; True if anything did."""
-        if timeout > 0:
-            r, _, _ = select.select([sock], [], [], timeout)
-            if not r:
-                return False
-        try:
-            data = sock.recv(1 << 20, socket.MSG_DONTWAIT)
-        except (BlockingIOError, InterruptedError):
-            return False
-        except OSError as e:  # reset by a stream manager that died: the same as closed
-            raise ProtocolError(f"receive from the stream manager failed: {e}") from e
-        if not data:
-            raise ProtocolError("stream manager closed the connection")
-        handle(reader.feed(data))
-        return True
-
-    def drain() -> None:
-        """After SIGTERM (bolts): handle what is still in, or on its way to, the socket."""
-        deadline = time.monotonic() + drain_max
-        quiet_since = time.monotonic()
-        done = 0
-        while True:
-            now = time.monotonic()
-            if now - quiet_since >= DRAIN_QUIET_SECS:
-                break
-            if now >= deadline:
-                log.warning("task %d: input still arriving after %.1fs of draining; stopping", task, drain_max)
-                break
-            try:
-                got = read(min(DRAIN_QUIET_SECS - (now - quiet_since), deadline - now))
-            except ProtocolError:
-                break  # the stream manager is gone (kill): nothing more can arrive
-            if got:
-                quiet_since = time.monotonic()
-                done += 1
-            if len(inst.out) >= OUT_FLUSH_BYTES:
-                send_all()
-        log.info("task %d drained its input (%d reads) in %.2fs", task, done,
-                 time.monotonic() - deadline + drain_max)
-
     try:
-        while not stop:
-            if inst.is_spout and inst.out and not send_some():
-                # blocked: wait until the socket takes more, a frame arrives or a timer is due
-                now = time.monotonic()
-                t0 = time.perf_counter()
-                r, _, _ = select.select([sock], [sock], [], max(0.0, min(next_flush, next_metrics, next_expire) - now))
-                inst.backpressure_time += time.perf_counter() - t0
-                if r:
-                    read(0)
-            elif inst.is_spout and inst.active and inst.initialized and not inst.throttled:
-                emitted = inst.spout_burst()
-                send_some()
-                read(0.001 if not emitted else 0)
-            else:
-                now = time.monotonic()
-                read(max(0.0, min(next_flush, next_metrics, next_tick, next_expire) - now))
-            now = time.monotonic()
-            if now >= next_flush:
-                inst.flush_all()
-                send_out()
-                next_flush = now + flush_every
-            if now >= next_tick and inst.initialized:
-                inst.tick()
-                next_tick = now + tick_freq
-            if now >= next_expire:
-                inst.expire(now)
-                next_expire = now + expire_every
-            if now >= next_metrics:
-                wall = time.time()
-                if inst.throttled:  # the time told to stop so far counts in this bucket
-                    t = time.perf_counter()
-                    inst.backpressure_time += t - throttled_at[0]
-                    throttled_at[0] = t
-                metrics.send(inst.metrics_row(wall, wall - last_metrics_wall, queue_depth()))
-                last_metrics_wall = wall
-                next_metrics = now + bucket
+        loop.serve(stop)
         if not inst.is_spout:
-            drain()
-        inst.flush_all()
-        if inst.out:
-            sock.settimeout(drain_max)  # a spout's stream manager may not be reading it (backpressure)
-            try:
-                send_all()
-            except ProtocolError as e:
-                log.warning("task %d: its last output was not sent: %s", task, e)
+            loop.drain()
+        loop.finish()
     except ProtocolError as e:
         log.error("task %d: %s; exiting so the executor restarts it", task, e)
         return 1

@@ -203,3 +203,105 @@ def test_unanchored_emits_and_ids_less_spout_tuples_are_not_tracked():
     _spout(w).spout_burst()
     w.pump()
     assert len(_spout(w).tracker) == 0 and ids.acked == [] and ids.failed == []
+
+
+def test_a_tuple_anchored_to_several_inputs_completes_every_tree_only_when_acked():
+    """A joining bolt: auto_ack off, it holds inputs and emits one tuple anchored to a pair, then acks both."""
+    class Pairs(Bolt):
+        auto_ack = False
+
+        def initialize(self, config, context):
+            self.held = []
+
+        def process(self, tup):
+            self.held.append(tup)
+            if len(self.held) == 2:
+                a, b = self.held
+                self.emit([a["n"] * 100 + b["n"], 0], anchors=[a, b])
+                self.emit([a["n"] * 100 + b["n"], 1], anchors=[a, b])
+                self.ack(a)
+                self.ack(b)
+                self.held = []
+
+    ids, sinks = Ids(4), [Sink(), Sink()]
+    w = Wiring(ids, Pairs(), sinks)
+    spout = _spout(w)
+    spout.spout_burst(1)
+    w.pump()
+    assert ids.acked == [] and len(spout.tracker) == 1, "held, not acked: its tree stays open"
+    while ids.todo or len(spout.tracker):
+        spout.spout_burst()
+        w.pump()
+    assert sorted(ids.acked) == [0, 1, 2, 3] and ids.failed == []
+    assert sorted(sinks[0].seen + sinks[1].seen) == [(1, 0), (1, 1), (203, 0), (203, 1)]
+
+
+def test_emits_anchored_to_an_acked_tuple_are_not_in_its_tree():
+    """Storm's rule: anchor before you ack. An acked anchor anchors nothing; its tree completes
+    without waiting for the late tuple."""
+    class AckFirst(Bolt):
+        auto_ack = False
+
+        def initialize(self, config, context):
+            pass
+
+        def process(self, tup):
+            self.ack(tup)
+            self.emit([tup["n"], 0], anchors=[tup])  # explicit anchor, after the ack
+            self.emit([tup["n"], 1])  # auto_anchor, after the ack
+
+    ids, sinks = Ids(3), [Sink(), Sink()]
+    w = Wiring(ids, AckFirst(), sinks)
+    spout = _spout(w)
+    spout.spout_burst()
+    spout.flush_all()
+    w.tasks[1].on_data(next(f for f in FrameReader().feed(bytes(spout.out)) if f[4] == DATA), 0.0)
+    spout.out.clear()
+    w.tasks[1].flush_all()
+    for f in FrameReader().feed(bytes(w.tasks[1].out)):
+        if f[4] == ACK:
+            spout.on_acks(f)  # the bolt's acks alone complete the trees: the late tuples are not in them
+    assert sorted(ids.acked) == [0, 1, 2]
+    w.pump()
+    assert sorted(sinks[0].seen + sinks[1].seen) == [(n, c) for n in range(3) for c in (0, 1)]
+
+
+def test_tuples_anchored_to_one_input_share_a_span_and_are_acked_with_one_xor():
+    ids, sinks = Ids(1), [Sink(), Sink()]
+
+    class Many(Bolt):
+        def initialize(self, config, context):
+            pass
+
+        def process(self, tup):
+            for copy in range(6):
+                self.emit([7, copy])  # field grouping on n: all to one sink task
+
+    w = Wiring(ids, Many(), sinks)
+    spout = _spout(w)
+    spout.spout_burst()
+    spout.flush_all()
+    (frame,) = [f for f in FrameReader().feed(bytes(spout.out)) if f[4] == DATA]
+    spout.out.clear()
+    double = w.tasks[1]
+    double.on_data(frame, 0.0)
+    double.flush_all()
+    frames = FrameReader().feed(bytes(double.out))
+    double.out.clear()
+    import msgpack
+    (data,) = [f for f in frames if f[4] == DATA]
+    (acks,) = [f for f in frames if f[4] == ACK]
+    (run,) = msgpack.unpackb(data[13:])[1]
+    stream, vals, edges, spans = run
+    assert len(vals) == len(edges) == 6 and len(set(edges)) == 6 and 0 not in edges
+    assert len(spans) == 2 and spans[0] == 0 and root_task(spans[1][0]) == 2, "one span, the spout's tree"
+    dest = frame_dest(data)
+    w.tasks[dest].on_data(data, 0.0)
+    w.tasks[dest].flush_all()
+    (sink_acks,) = [f for f in FrameReader().feed(bytes(w.tasks[dest].out)) if f[4] == ACK]
+    _src, pairs, fails = msgpack.unpackb(sink_acks[13:])
+    assert len(pairs) == 2 and fails == [], "six tuples of one tree: one ack entry"
+    assert pairs[1] == edges[0] ^ edges[1] ^ edges[2] ^ edges[3] ^ edges[4] ^ edges[5]
+    spout.on_acks(acks)
+    spout.on_acks(sink_acks)
+    assert ids.acked == [0]
