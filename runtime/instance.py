@@ -463,17 +463,24 @@ class Instance:
         value = tup.ackval
         tup.ackval = None
         self.ack_count += 1
-        for root in tup.roots or ():
-            self._queue_ack(root, value)
+        if tup.roots:
+            self._queue_acks(tup.roots, value, -1, None)
 
-    def _queue_ack(self, root: int, value: int) -> None:
-        """Acks of consecutive tuples of one tree (a sentence's words) XOR into one (same result, less traffic)."""
-        acks = self._ack_batch(root_task(root))[0]
-        if acks and acks[-2] == root:
-            acks[-1] ^= value
-        else:
-            acks.append(root)
-            acks.append(value)
+    def _queue_acks(self, roots: Any, value: int, last_task: int, acks: Any) -> tuple:
+        """Queue the ack ``value`` for each root, in the ACK batch of its spout task. Acks of
+        consecutive tuples of one tree (a sentence's words) XOR into one (same result, less traffic).
+
+        ``last_task`` and ``acks``: the last root's spout task and its ack list, kept between calls
+        (a frame's spans mostly share it; -1 and None to start): returns them."""
+        for root in roots:
+            if root >> TASK_SHIFT != last_task:
+                last_task = root >> TASK_SHIFT
+                acks = self._ack_batch(last_task)[0]
+            if acks and acks[-2] == root:
+                acks[-1] ^= value
+            else:
+                acks += (root, value)
+        return last_task, acks
 
     def fail_tuple(self, tup: Any) -> None:
         """A bolt fails ``tup``: its trees fail at their spouts, which replay them (once)."""
@@ -780,44 +787,43 @@ class Instance:
                 source = self.sources[src, stream] = TupleSource(comp, stream, src,
                                                                  self.fields_of.get((comp, stream), ()))
             n = len(vals)
-            last = len(spans) - 2
-            for k in range(0, last + 1, 2):
-                start, roots = spans[k], spans[k + 1]
-                end = spans[k + 2] if k < last else n
-                pairs = zip(vals, edges) if end - start == n else zip(vals[start:end], edges[start:end])
-                xor = 0
-                for v, edge in pairs:
-                    tup = make()
-                    tup.values = v
-                    tup.source = source
-                    tup.roots = roots
-                    tup.id = edge or None
-                    tup.ackval = edge
-                    self.current = tup
-                    try:
-                        process(tup)
-                    except Exception:
-                        if not auto_fail:
-                            raise
-                        FAILED_TUPLES.warning("task %d: process() raised; the tuple fails and its tree is "
-                                              "replayed", self.task_id, exc_info=True)
-                        self.fail_tuple(tup)
-                    else:
-                        if auto_ack:  # ack_tuple inlined: this is every tuple's cost
-                            value = tup.ackval
-                            if value is not None:
-                                tup.ackval = None
-                                xor ^= value
-                                acked += 1
-                if xor and roots:
-                    for root in roots:  # _queue_ack inlined
-                        if root >> TASK_SHIFT != last_task:
-                            last_task = root >> TASK_SHIFT
-                            acks = self._ack_batch(last_task)[0]
-                        if acks and acks[-2] == root:
-                            acks[-1] ^= xor
-                        else:
-                            acks += (root, xor)
+            spans = iter(spans)
+            next(spans)  # the first span starts at 0
+            roots = next(spans)
+            span_end = next(spans, n)
+            xor = i = 0
+            for v, edge in zip(vals, edges):  # one loop over the run; spans end by index
+                if i == span_end:
+                    if xor and roots:
+                        last_task, acks = self._queue_acks(roots, xor, last_task, acks)
+                    xor = 0
+                    roots = next(spans)
+                    span_end = next(spans, n)
+                i += 1
+                tup = make()
+                tup.values = v
+                tup.source = source
+                tup.roots = roots
+                tup.id = edge or None
+                tup.ackval = edge
+                self.current = tup
+                try:
+                    process(tup)
+                except Exception:
+                    if not auto_fail:
+                        raise
+                    FAILED_TUPLES.warning("task %d: process() raised; the tuple fails and its tree is "
+                                          "replayed", self.task_id, exc_info=True)
+                    self.fail_tuple(tup)
+                else:
+                    if auto_ack:  # ack_tuple inlined: this is every tuple's cost
+                        value = tup.ackval
+                        if value is not None:
+                            tup.ackval = None
+                            xor ^= value
+                            acked += 1
+            if xor and roots:
+                last_task, acks = self._queue_acks(roots, xor, last_task, acks)
             done += n
         self.current = None
         self.ack_count += acked
