@@ -26,14 +26,16 @@ import random
 from typing import Any, Optional
 
 TASK_SHIFT = 48
+ROOT_BITS = (1 << TASK_SHIFT) - 1  # a root's random bits
 MAX_SPOUT_TASK = (1 << (64 - TASK_SHIFT)) - 1
 
 random_bits = random.Random().getrandbits  # seeded from os.urandom: every process has its own sequence
 
 
 def new_root(spout_task: int) -> int:
-    """A tree root naming its spout task (top 16 bits) and 48 random bits (never all zero)."""
-    return (spout_task << TASK_SHIFT) | (random_bits(TASK_SHIFT) or 1)
+    """A tree root naming its spout task (top 16 bits; task ids start at 1, so a root is never 0)
+    and 48 random bits."""
+    return (spout_task << TASK_SHIFT) | random_bits(TASK_SHIFT)
 
 
 def root_task(root: int) -> int:
@@ -59,6 +61,20 @@ class AckTracker:
 
     def __len__(self) -> int:
         return len(self.trees)
+
+    def fresh_root(self, spout_task: int) -> int:
+        """A new root no open tree has (48 random bits: with 100,000 trees open, one draw in 3e9
+        collides, and a collision would lose the older tree's id)."""
+        root = new_root(spout_task)
+        while root in self.trees:
+            root = new_root(spout_task)
+        return root
+
+    def open_root(self, spout_task: int, tup_id: Any, xor: int, now: float) -> int:
+        """``start`` a tree under a fresh root; returns the root."""
+        root = self.fresh_root(spout_task)
+        self.trees[root] = [tup_id, xor, now]
+        return root
 
     def start(self, root: int, tup_id: Any, xor: int, now: float) -> bool:
         """A tree whose first edges XOR to ``xor``; False if it is complete already (no edge at all)."""

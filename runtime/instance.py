@@ -47,7 +47,7 @@ import msgpack
 
 from squall.component import SYSTEM_COMPONENT, TICK_STREAM, Tuple, TupleSource
 from squall.idl import schema
-from squall.runtime.acking import TASK_SHIFT, AckTracker, new_edge, new_root, random_bits, root_task
+from squall.runtime.acking import ROOT_BITS, TASK_SHIFT, AckTracker, new_edge, random_bits, root_task
 from squall.runtime.metrics_sender import BlockingMetricsSender
 from squall.runtime.protocol import (ACK, CONTROL, DATA, DATA_HEADER_SIZE, BlockingConnection, ProtocolError,
                                      RateLimitedLog, control_frame, data_frame, decode_control, frame_count)
@@ -426,7 +426,7 @@ class Instance:
             if tup_id is None:  # not tracked, never replayed
                 roots = None
             else:
-                root = new_root(self.task_id)
+                root = self.tracker.fresh_root(self.task_id)
                 roots = [root]
                 xor = 0
         else:
@@ -639,7 +639,8 @@ class Instance:
         auto_anchor = tracked and self.auto_anchor
         spout = self.is_spout
         trees = self.tracker.trees
-        task_bits = self.task_id << TASK_SHIFT
+        task_id = self.task_id
+        task_bits = task_id << TASK_SHIFT
         clock = time.monotonic
 
         def emit(component: Any, values: Any, stream: str = DEFAULT_STREAM, anchors: Any = None,
@@ -667,14 +668,16 @@ class Instance:
             else:
                 batch = batches[choose(values)]
             if tracked:
-                if spout:  # new_root(), new_edge() and AckTracker.start() inlined: every spout tuple's cost
+                if spout:  # new_edge(), AckTracker.fresh_root() and start() inlined: every spout tuple's cost
                     if tup_id is None:
                         edge, roots = 0, None
                     else:
                         edge = bits(64) or 1
-                        root = task_bits | (bits(TASK_SHIFT) or 1)
+                        root = task_bits | (edge & ROOT_BITS)  # the edge's random bits serve the root too
+                        entry = [tup_id, edge, clock()]
+                        if trees.setdefault(root, entry) is not entry:  # an open tree has this root
+                            root = inst.tracker.open_root(task_id, tup_id, edge, entry[2])
                         roots = [root]
-                        trees[root] = [tup_id, edge, clock()]
                 else:
                     current = inst.current
                     if auto_anchor and current is not None and current.roots and current.ackval is not None:

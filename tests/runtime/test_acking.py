@@ -305,3 +305,22 @@ def test_tuples_anchored_to_one_input_share_a_span_and_are_acked_with_one_xor():
     spout.on_acks(acks)
     spout.on_acks(sink_acks)
     assert ids.acked == [0]
+
+
+def test_a_root_that_an_open_tree_has_is_drawn_again(monkeypatch):
+    """Roots have 48 random bits: a collision must not overwrite (and so lose) an open tree's id."""
+    import itertools
+
+    from squall.runtime import acking, instance
+
+    low = 0xABCDEF
+    draws = itertools.chain([(1 << 60) | low, (2 << 60) | low], itertools.count(1 << 62))  # same low bits
+    monkeypatch.setattr(instance, "random_bits", lambda n: next(draws))
+    monkeypatch.setattr(acking, "random_bits", lambda n: 0x123456)
+    ids = Ids(2)
+    w = Wiring(ids, Double(), [Sink(), Sink()])
+    spout = _spout(w)
+    spout.spout_burst(2)
+    assert sorted(root & acking.ROOT_BITS for root in spout.tracker.trees) == sorted([low, 0x123456])
+    w.pump()
+    assert sorted(ids.acked) == [0, 1]
