@@ -199,6 +199,7 @@ class Instance:
         self.tracker = AckTracker(float(config["topology.message.timeout.secs"]))
         self.max_pending = config["topology.max.spout.pending"] if self.reliable else None
         self.acks_out: dict = {}  # spout task -> [[root, value, root, value, ...], [failed root, ...]]
+        self.last_batch = _Batch(0, 1)  # the batch of the last tuple a bolt emitted anchored (a carrier of acks)
         self.current: Any = None  # the tuple process() is running on (auto_anchor)
         self.auto_anchor = self.auto_ack = self.auto_fail = False  # a bolt's class says, at least once
         self.throttled = False  # the stream manager asked this spout to stop emitting
@@ -449,6 +450,8 @@ class Instance:
                     for a in anchors:
                         a.ackval ^= edge
                 batch.add_tracked(stream, values, edge, roots)
+                if not self.is_spout:
+                    self.last_batch = batch
             if batch.full:
                 self._send(batch)
         if self.is_spout and roots is not None:
@@ -464,7 +467,22 @@ class Instance:
         tup.ackval = None
         self.ack_count += 1
         if tup.roots:
-            self._queue_acks(tup.roots, value, -1, None)
+            self._carry_or_queue_acks(tup.roots, value, -1, None)
+
+    def _carry_or_queue_acks(self, roots: Any, value: int, last_task: int, acks: Any) -> tuple:
+        """An ack ``value`` for the trees ``roots``: carried by the last tuple emitted in those trees
+        when it has not been sent yet, else queued (``_queue_acks``).
+
+        Carrying: that tuple's edge id becomes ``edge XOR value``, so whoever acks it delivers the
+        value too. The trees' XOR is unchanged and still needs every edge acked: if the carrier is
+        lost, its trees time out, as they would without it. A bolt that emits anchored (split)
+        then sends no ACK message of its own: only the last bolts of a tree do.
+        """
+        last = self.last_batch
+        if last.roots is roots:  # its open span is in these trees: its last tuple is one of theirs
+            last.edges[-1] ^= value
+            return last_task, acks
+        return self._queue_acks(roots, value, last_task, acks)
 
     def _queue_acks(self, roots: Any, value: int, last_task: int, acks: Any) -> tuple:
         """Queue the ack ``value`` for each root, in the ACK batch of its spout task. Acks of
@@ -684,6 +702,7 @@ class Instance:
                         edge = bits(64) or 1  # new_edge(), inlined
                         current.ackval ^= edge
                         roots = current.roots
+                        inst.last_batch = batch
                     else:
                         edge, roots = 0, None
                 if batch.stream == stream:
@@ -798,7 +817,7 @@ class Instance:
             for v, edge in zip(vals, edges):  # one loop over the run; spans end by index
                 if i == span_end:
                     if xor and roots:
-                        last_task, acks = self._queue_acks(roots, xor, last_task, acks)
+                        last_task, acks = self._carry_or_queue_acks(roots, xor, last_task, acks)
                     xor = 0
                     roots = next(spans)
                     span_end = next(spans, n)
@@ -826,7 +845,7 @@ class Instance:
                             xor ^= value
                             acked += 1
             if xor and roots:
-                last_task, acks = self._queue_acks(roots, xor, last_task, acks)
+                last_task, acks = self._carry_or_queue_acks(roots, xor, last_task, acks)
             done += n
         self.current = None
         self.ack_count += acked

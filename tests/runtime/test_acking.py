@@ -43,12 +43,13 @@ def test_roots_name_their_spout_task_and_ids_are_never_zero():
 class Wiring:
     """Instances of rt_reliable (ids: task 2, double: task 1, sink: tasks 3 and 4) and a hand-made stmgr."""
 
-    def __init__(self, ids, double, sinks):
+    def __init__(self, ids, double, sinks, batch_size=1000):
         self.topology = load_topology_file(os.path.join(HERE, "topologies", "rt_reliable.py")).plan
-        self.tasks = {2: Instance(self.topology, "ids", 2, 1, None, component_obj=ids),
-                      1: Instance(self.topology, "double", 1, 1, None, component_obj=double),
-                      3: Instance(self.topology, "sink", 3, 1, None, component_obj=sinks[0]),
-                      4: Instance(self.topology, "sink", 4, 1, None, component_obj=sinks[1])}
+        kw = {"batch_size": batch_size}
+        self.tasks = {2: Instance(self.topology, "ids", 2, 1, None, component_obj=ids, **kw),
+                      1: Instance(self.topology, "double", 1, 1, None, component_obj=double, **kw),
+                      3: Instance(self.topology, "sink", 3, 1, None, component_obj=sinks[0], **kw),
+                      4: Instance(self.topology, "sink", 4, 1, None, component_obj=sinks[1], **kw)}
         names = {2: "ids", 1: "double", 3: "sink", 4: "sink"}
         plan = schema.PhysicalPlan(
             topology_name="rt_reliable", packing_plan_id="p", status=schema.TopologyStatus.RUNNING,
@@ -266,45 +267,63 @@ def test_emits_anchored_to_an_acked_tuple_are_not_in_its_tree():
     assert sorted(sinks[0].seen + sinks[1].seen) == [(n, c) for n in range(3) for c in (0, 1)]
 
 
-def test_tuples_anchored_to_one_input_share_a_span_and_are_acked_with_one_xor():
-    ids, sinks = Ids(1), [Sink(), Sink()]
+def _one_hop(w, task):
+    """Flush ``task`` and return its DATA and ACK frames."""
+    inst = w.tasks[task]
+    inst.flush_all()
+    frames = FrameReader().feed(bytes(inst.out))
+    inst.out.clear()
+    return [f for f in frames if f[4] == DATA], [f for f in frames if f[4] == ACK]
 
-    class Many(Bolt):
-        def initialize(self, config, context):
-            pass
 
-        def process(self, tup):
-            for copy in range(6):
-                self.emit([7, copy])  # field grouping on n: all to one sink task
+class Six(Bolt):
+    def initialize(self, config, context):
+        pass
 
-    w = Wiring(ids, Many(), sinks)
+    def process(self, tup):
+        for copy in range(6):
+            self.emit([7, copy])  # field grouping on n: all to one sink task
+
+
+def test_tuples_anchored_to_one_input_share_a_span_and_their_acks_are_one_xor():
+    import msgpack
+
+    ids = Ids(1)
+    w = Wiring(ids, Six(), [Sink(), Sink()])
     spout = _spout(w)
     spout.spout_burst()
-    spout.flush_all()
-    (frame,) = [f for f in FrameReader().feed(bytes(spout.out)) if f[4] == DATA]
-    spout.out.clear()
-    double = w.tasks[1]
-    double.on_data(frame, 0.0)
-    double.flush_all()
-    frames = FrameReader().feed(bytes(double.out))
-    double.out.clear()
-    import msgpack
-    (data,) = [f for f in frames if f[4] == DATA]
-    (acks,) = [f for f in frames if f[4] == ACK]
+    (frame,), _ = _one_hop(w, 2)
+    w.tasks[1].on_data(frame, 0.0)
+    (data,), acks = _one_hop(w, 1)
     (run,) = msgpack.unpackb(data[13:])[1]
     stream, vals, edges, spans = run
     assert len(vals) == len(edges) == 6 and len(set(edges)) == 6 and 0 not in edges
     assert len(spans) == 2 and spans[0] == 0 and root_task(spans[1][0]) == 2, "one span, the spout's tree"
-    dest = frame_dest(data)
-    w.tasks[dest].on_data(data, 0.0)
-    w.tasks[dest].flush_all()
-    (sink_acks,) = [f for f in FrameReader().feed(bytes(w.tasks[dest].out)) if f[4] == ACK]
+    assert acks == [], "the bolt's own ack is carried by its last child (not sent yet when it was acked)"
+    sink = frame_dest(data)
+    w.tasks[sink].on_data(data, 0.0)
+    _, (sink_acks,) = _one_hop(w, sink)
     _src, pairs, fails = msgpack.unpackb(sink_acks[13:])
     assert len(pairs) == 2 and fails == [], "six tuples of one tree: one ack entry"
     assert pairs[1] == edges[0] ^ edges[1] ^ edges[2] ^ edges[3] ^ edges[4] ^ edges[5]
-    spout.on_acks(acks)
     spout.on_acks(sink_acks)
     assert ids.acked == [0]
+
+
+def test_an_ack_whose_carrier_has_left_is_sent_and_a_lost_carrier_fails_the_tree():
+    ids = Ids(2)
+    w = Wiring(ids, Six(), [Sink(), Sink()], batch_size=6)  # the six children leave in process(): no carrier
+    spout = _spout(w)
+    spout.spout_burst(1)
+    (frame,), _ = _one_hop(w, 2)
+    w.tasks[1].on_data(frame, 0.0)
+    (data,), (acks,) = _one_hop(w, 1)
+    spout.on_acks(acks)
+    assert ids.acked == [] and len(spout.tracker) == 1, "the bolt's ack alone does not complete the tree"
+    w.lost = {frame_dest(data)}  # carried or not, children that die keep their tree open
+    w.pump()
+    assert ids.acked == [] and len(spout.tracker) == 1
+    assert spout.expire(now=1e12) is None and ids.failed == [0]
 
 
 def test_a_root_that_an_open_tree_has_is_drawn_again(monkeypatch):
