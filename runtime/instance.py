@@ -467,29 +467,25 @@ class Instance:
         tup.ackval = None
         self.ack_count += 1
         if tup.roots:
-            self._carry_or_queue_acks(tup.roots, value, -1, None)
+            self._ack_trees(tup.roots, value, -1, None)
 
-    def _carry_or_queue_acks(self, roots: Any, value: int, last_task: int, acks: Any) -> tuple:
-        """An ack ``value`` for the trees ``roots``: carried by the last tuple emitted in those trees
-        when it has not been sent yet, else queued (``_queue_acks``).
+    def _ack_trees(self, roots: Any, value: int, last_task: int, acks: Any) -> tuple:
+        """Deliver the ack ``value`` to the trees ``roots``: carried by the last tuple emitted in those
+        trees while it has not been sent, else queued in the ACK batch of each root's spout task.
 
         Carrying: that tuple's edge id becomes ``edge XOR value``, so whoever acks it delivers the
         value too. The trees' XOR is unchanged and still needs every edge acked: if the carrier is
         lost, its trees time out, as they would without it. A bolt that emits anchored (split)
-        then sends no ACK message of its own: only the last bolts of a tree do.
+        then sends no ACK message of its own: only the last bolts of a tree do. Queued acks of
+        consecutive tuples of one tree (a sentence's words) XOR into one entry.
+
+        ``last_task`` and ``acks``: the last root's spout task and its ack list, kept between calls
+        (a frame's spans mostly share it; -1 and None to start): returns them.
         """
         last = self.last_batch
         if last.roots is roots:  # its open span is in these trees: its last tuple is one of theirs
             last.edges[-1] ^= value
             return last_task, acks
-        return self._queue_acks(roots, value, last_task, acks)
-
-    def _queue_acks(self, roots: Any, value: int, last_task: int, acks: Any) -> tuple:
-        """Queue the ack ``value`` for each root, in the ACK batch of its spout task. Acks of
-        consecutive tuples of one tree (a sentence's words) XOR into one (same result, less traffic).
-
-        ``last_task`` and ``acks``: the last root's spout task and its ack list, kept between calls
-        (a frame's spans mostly share it; -1 and None to start): returns them."""
         for root in roots:
             if root >> TASK_SHIFT != last_task:
                 last_task = root >> TASK_SHIFT
@@ -817,7 +813,7 @@ class Instance:
             for v, edge in zip(vals, edges):  # one loop over the run; spans end by index
                 if i == span_end:
                     if xor and roots:
-                        last_task, acks = self._carry_or_queue_acks(roots, xor, last_task, acks)
+                        last_task, acks = self._ack_trees(roots, xor, last_task, acks)
                     xor = 0
                     roots = next(spans)
                     span_end = next(spans, n)
@@ -845,7 +841,7 @@ class Instance:
                             xor ^= value
                             acked += 1
             if xor and roots:
-                last_task, acks = self._carry_or_queue_acks(roots, xor, last_task, acks)
+                last_task, acks = self._ack_trees(roots, xor, last_task, acks)
             done += n
         self.current = None
         self.ack_count += acked
