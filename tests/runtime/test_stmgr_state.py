@@ -276,11 +276,21 @@ def test_a_flushed_link_ends_backpressure_by_its_transports_signal():
     sm = started({1: 1, 3: 2}, SPOUT, links_up=False)
     sm.handle(FramesArrived(SPOUT, [frame(3, size=150)], 0.0))
     assert sm.bp_self
-    sm.handle(Connected(PeerOut(2), 1.0))
+    out = sm.handle(Connected(PeerOut(2), 1.0))
+    assert pauses(out, SPOUT) == [] and sm.bp_self  # no resuming before the transport has had its say
     sm.handle(WriteBlocked(PeerOut(2), True, 1.0))  # the flush took its write buffer over high
     out = sm.handle(Tick(1.5, 1.5))
     assert pauses(out, SPOUT) == [] and sm.bp_self
     out = sm.handle(WriteBlocked(PeerOut(2), False, 2.0))
+    assert not sm.bp_self and pauses(out, SPOUT) == [False]
+
+
+def test_a_flush_the_transport_took_without_going_over_high_ends_backpressure_at_the_next_tick():
+    sm = started({1: 1, 3: 2}, SPOUT, links_up=False)
+    sm.handle(FramesArrived(SPOUT, [frame(3, size=150)], 0.0))
+    sm.handle(Connected(PeerOut(2), 1.0))  # the socket took most of it: no WriteBlocked comes
+    assert sm.bp_self
+    out = sm.handle(Tick(2.0, 2.0))
     assert not sm.bp_self and pauses(out, SPOUT) == [False]
 
 
