@@ -153,15 +153,20 @@ class StreamManager:
     # actions out -----------------------------------------------------------------------
     def _execute(self, actions: list) -> None:
         conns = self.conns
+        who = conn = None  # runs of frames for one peer look it up once
         for a in actions:
             if type(a) is Send:
-                conn = conns.get(a.who)
+                if a.who is not who:
+                    who = a.who
+                    conn = conns.get(who)
                 if conn is not None:
                     conn.write(a.data)
-            elif type(a) is PauseReading:
-                conn = conns.get(a.who)
-                if conn is not None and not self.closing:  # flush_before_exit keeps reading paused
-                    conn.pause_reading(a.paused)
+                continue
+            who = conn = None  # the action may change the connections
+            if type(a) is PauseReading:
+                spout = conns.get(a.who)
+                if spout is not None and not self.closing:  # flush_before_exit keeps reading paused
+                    spout.pause_reading(a.paused)
             elif type(a) is Close:
                 self._close(a.who, a.reason)
             elif type(a) is Connect:
