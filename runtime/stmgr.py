@@ -214,6 +214,8 @@ class StreamManager:
     async def _open(self, who: Peer, host: str, port: int) -> bool:
         """One attempt: connect and wait for the handshake (``ready`` then reports ``Connected``)."""
         _, conn = await self.loop.create_connection(lambda: self._client(who), host, port)
+        if conn.authenticated or conn.closed:  # the handshake was over before this resumed
+            return conn.authenticated and self._attached(conn) is not None
         done = self._handshakes[conn] = self.loop.create_future()
         ok = False
         try:
