@@ -113,13 +113,22 @@ def _closed(sock, timeout=10):
         return False
 
 
-def test_a_peer_of_another_protocol_version_is_refused_clearly(stmgr, monkeypatch, caplog):
-    from squall.runtime import protocol
+def test_a_peer_of_another_protocol_version_is_refused_clearly(stmgr, caplog):
+    import os
+
+    from squall.idl import encode
+    from squall.runtime.protocol import CHALLENGE, HELLO, decode_body, proof
 
     sm, port = stmgr
-    monkeypatch.setattr(protocol, "PROTOCOL_VERSION", 1)  # the client below speaks version 1
-    old = connect(port, 4)
-    monkeypatch.undo()
+    # a client of version 1, by hand: the stream manager runs in this process, so patching
+    # PROTOCOL_VERSION for the client would race with its check of the HELLO
+    old = BlockingConnection(socket.create_connection(("127.0.0.1", port)))
+    challenge = old.recv_frame(5)
+    assert challenge[4] == CHALLENGE
+    nonce = decode_body(challenge, schema.Challenge, "CHALLENGE").nonce
+    old.send(frame(HELLO, encode(schema.Hello(
+        topology_name="t", role=schema.Role.INSTANCE, proof=proof(SECRET, nonce), container=1, pid=os.getpid(),
+        task_id=4, component="bolt", version=1))))
     with pytest.raises(ProtocolError):
         old.recv_frame(5)
     assert 4 not in sm.state.local
