@@ -19,6 +19,7 @@ import os
 import signal
 import socket
 import time
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import psutil
@@ -35,6 +36,13 @@ COLUMNS = ("ts", "interval_secs", "topology", "run_id", "container", "host", "pr
 
 
 MAX_UNFORWARDED = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class Reporter:
+    """A connection of a process of this container that reports its metrics rows."""
+
+    pid: int
 
 
 class ProcessStats:
@@ -140,7 +148,7 @@ class MetricsManager:
         if hello.container != self.container:
             log.warning("refusing metrics from container %d", hello.container)
             return False
-        conn.tag = ("reporter", hello.pid)
+        conn.peer = Reporter(hello.pid)
         return True
 
     def ready(self, conn: Connection) -> None:

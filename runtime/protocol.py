@@ -272,7 +272,9 @@ class Connection(asyncio.Protocol):
     """One authenticated connection of an asyncio process (stmgr, tmaster, metricsmgr).
 
     ``handler`` gets ``accept(conn, hello) -> bool`` (server side),
-    ``ready(conn)``, ``frames(conn, list_of_frames)`` and ``lost(conn)``.
+    ``ready(conn)``, ``frames(conn, list_of_frames)``, ``lost(conn)`` and,
+    if it has one, ``write_paused(conn, paused)``. ``peer`` holds what the
+    handler knows the other end as (a typed identity, set by the handler).
     Server side: sends the CHALLENGE, reads only a valid HELLO first.
     Client side: answers the CHALLENGE with a HELLO, then is ready.
     """
@@ -296,7 +298,7 @@ class Connection(asyncio.Protocol):
         self.nonce = b""
         self.closed = False
         self.paused = False  # reading paused (backpressure)
-        self.tag: Any = None  # what the handler knows the peer as
+        self.peer: Any = None  # the handler's identity for the other end (a typed value), once known
         self.lost_reported = False
 
     # asyncio.Protocol -----------------------------------------------------

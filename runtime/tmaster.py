@@ -14,6 +14,7 @@ import os
 import signal
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from squall.idl import schema
@@ -22,6 +23,25 @@ from squall.runtime.protocol import (Connection, HandshakeGate, ProtocolError, c
                                      listen_socket)
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class StMgrPeer:
+    """A stream manager's connection (it registers and heartbeats on it)."""
+
+    container: int
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsMgrPeer:
+    """A metrics manager's connection (it forwards metrics rows)."""
+
+    container: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClientPeer:
+    """A command-line client's connection (metrics queries)."""
 
 
 class PlanBuilder:
@@ -199,11 +219,11 @@ class TMaster:
             return False
         role = hello.role
         if role == schema.Role.STMGR:
-            conn.tag = ("stmgr", hello.container)
+            conn.peer = StMgrPeer(hello.container)
         elif role == schema.Role.METRICSMGR:
-            conn.tag = ("metricsmgr", hello.container)
+            conn.peer = MetricsMgrPeer(hello.container)
         elif role == schema.Role.CLIENT:
-            conn.tag = ("client",)
+            conn.peer = ClientPeer()
         else:
             log.warning("refusing a %s connection on the control port", schema.Role._VALUES_TO_NAMES.get(role))
             return False
@@ -216,30 +236,32 @@ class TMaster:
     def lost(self, conn: Connection) -> None:
         self.conns.discard(conn)
         self.last_seen.pop(conn, None)
-        if self.leading() and conn.tag and conn.tag[0] == "stmgr" and self.stmgrs.get(conn.tag[1]) is conn:
-            del self.stmgrs[conn.tag[1]]
-            self.builder.unregister(conn.tag[1])
-            log.warning("stream manager of container %d disconnected", conn.tag[1])
+        who = conn.peer
+        # a stream manager's older connection, replaced by a newer one, is no longer in self.stmgrs
+        if self.leading() and isinstance(who, StMgrPeer) and self.stmgrs.get(who.container) is conn:
+            del self.stmgrs[who.container]
+            self.builder.unregister(who.container)
+            log.warning("stream manager of container %d disconnected", who.container)
 
     def frames(self, conn: Connection, frames: list) -> None:
         if not self.leading() or self.election.ended():
             self.step_down("leadership ended")
             return
         self.last_seen[conn] = time.monotonic()
+        who = conn.peer
         for f in frames:
             msg = decode_control(f)
-            kind = conn.tag[0]
-            if kind == "stmgr" and msg.register_stmgr is not None:
+            if isinstance(who, StMgrPeer) and msg.register_stmgr is not None:
                 self.on_register(conn, msg.register_stmgr)
-            elif kind == "stmgr" and msg.heartbeat is not None:
+            elif isinstance(who, StMgrPeer) and msg.heartbeat is not None:
                 pass
-            elif msg.metrics is not None and kind in ("metricsmgr", "stmgr"):
+            elif msg.metrics is not None and isinstance(who, (MetricsMgrPeer, StMgrPeer)):
                 for row in msg.metrics:
                     self.metrics.add(row)
-            elif kind == "client" and msg.metrics_query is not None:
+            elif isinstance(who, ClientPeer) and msg.metrics_query is not None:
                 conn.write(control_frame(metrics_response=self.metrics.response(msg.metrics_query.component)))
             else:
-                raise ProtocolError(f"unexpected control message from a {kind}")
+                raise ProtocolError(f"unexpected control message from {who}")
 
     def on_register(self, conn: Connection, reg: Any) -> None:
         cid = reg.stmgr.container
@@ -251,7 +273,6 @@ class TMaster:
             return
         old = self.stmgrs.get(cid)
         if old is not None and old is not conn:
-            old.tag = ("stale",)
             old.close()
         self.stmgrs[cid] = conn
         log.info("container %d registered with tasks %s", cid, [i.id.task_id for i in reg.instances])
@@ -378,7 +399,7 @@ class TMaster:
             await asyncio.sleep(min(1.0, self.hb_timeout / 3))
             now = time.monotonic()
             for conn, seen in list(self.last_seen.items()):
-                if conn.tag and conn.tag[0] == "stmgr" and now - seen > self.hb_timeout:
+                if isinstance(conn.peer, StMgrPeer) and now - seen > self.hb_timeout:
                     conn.abort(f"no heartbeat for {now - seen:.1f}s")
 
     async def report_metrics(self) -> None:

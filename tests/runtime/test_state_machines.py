@@ -1,10 +1,10 @@
-"""Role state machines without sockets: executor diff, plan builder, backpressure, metrics."""
+"""Role state machines without sockets: executor diff, plan builder, metrics (the stream manager's:
+test_stmgr_state.py)."""
 import json
 
 from squall.idl import schema
 from squall.runtime.executor import ProcessSpec, diff, wanted_processes
 from squall.runtime.metricsmgr import COLUMNS, row_dict
-from squall.runtime.stmgr import StreamManager
 from squall.runtime.tmaster import MetricsStore, PlanBuilder
 
 RES = schema.Resources(cpu=1.0, ram_mb=128, disk_mb=1)
@@ -53,40 +53,6 @@ def test_plan_builder_waits_for_everything_and_refuses_unknown_containers():
         (1, 1, 11, 0), (2, 2, 12, 0), (3, 2, 13, 1)]
     b.status = schema.TopologyStatus.PAUSED
     assert b.build().status == schema.TopologyStatus.PAUSED
-
-
-class FakeConn:
-    def __init__(self, tag):
-        self.tag, self.paused, self.written = tag, False, []
-        self.closed, self.authenticated = False, True
-
-    def pause_reading(self, paused):
-        self.paused = paused
-
-    def write(self, data):
-        self.written.append(data)
-
-    def unsent(self):
-        return 0
-
-
-def test_backpressure_marks_pause_local_spouts_and_tell_peers():
-    sm = StreamManager("t", "s", 1, "h", spouts={"spout"}, high_bytes=100, low_bytes=50, max_frame=1000)
-    spout, bolt = FakeConn(("instance", 1, "spout", 1)), FakeConn(("instance", 2, "bolt", 2))
-    sm.local = {1: spout, 2: bolt}
-    peer = type("L", (), {})()
-    peer.conn, peer.buffered, peer.unsent = FakeConn(("peer_out", 2)), 0, lambda: 0
-    sm.peers = {2: peer}
-    sm.write_paused(bolt, True)  # a connection crossed the high water mark
-    assert spout.paused and not bolt.paused and sm.bp_self
-    assert b"\x01" in peer.conn.written[-1] or peer.conn.written  # a Backpressure(on) control frame
-    sm.write_paused(bolt, False)  # back under the low mark
-    assert not spout.paused and not sm.bp_self
-    # another container's backpressure also throttles local spouts
-    sm.bp_remote.add(2)
-    sm._apply_throttle()
-    assert spout.paused
-    assert sm.backpressure_ms() >= 0
 
 
 def test_metrics_rows_have_the_documented_columns_and_totals():

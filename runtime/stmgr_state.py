@@ -1,0 +1,697 @@
+"""The stream manager's rules as a state machine: typed events in, actions out, no I/O.
+
+``StreamManagerState.handle(event)`` takes what happened (a connection
+finished its handshake or is gone, frames arrived, a write buffer crossed a
+water mark, the topology master moved, a timer) and returns what to do (send
+bytes, pause or resume reading, close, connect, send a metrics row, wake me
+later). Time comes in with the events (``now``, monotonic seconds), so the
+rules are tested without sockets or clocks. ``runtime/stmgr.py`` is the
+asyncio shell that turns connection callbacks into events and carries out
+the actions, in order, one event at a time.
+
+Connections are named by typed identities: ``LocalTask`` (a local
+instance, one per task), ``PeerOut`` / ``PeerIn`` (the outbound and inbound
+links to another container's stream manager) and ``TMasterLink``.
+
+Routing: a DATA or ACK frame is never decoded; its header names the
+destination task and the tuples it holds. It goes to the local instance of
+that task, or unchanged to the stream manager of the container holding it
+(one outbound link per other container; inbound links are only read). While
+that link is down its frames wait here (``PeerLink.buffer``) and leave when
+it is up again. Frames from another stream manager are delivered locally
+only. A frame with no route is dropped and counted.
+
+Retiring tasks: when a task leaves the physical plan (scale down) its route is
+kept as a *stale* entry (task -> the container that had it) until the task is
+actually gone: a local one until its connection closes, a remote one until the
+link to its container is lost or ``stale_secs`` have passed (``Tick``). Frames
+that senders batched with the old plan still reach it; the executor stops it
+only after a drain period (``squall.executor.drain.secs``). The link to a
+container that left the plan stays while stale routes use it.
+
+Backpressure: this stream manager is congested while any of these holds:
+
+- a connection's write buffer is over the high water mark: the shell sets
+  the transports' write-buffer limits to ``high_bytes``/``low_bytes`` and
+  reports ``WriteBlocked(who, True)`` when one goes over ``high`` and
+  ``WriteBlocked(who, False)`` once it is back under ``low``;
+- a local instance's queue is over its time bound (``QueueBound``,
+  ``squall.stmgr.max.queue.secs``), until its ``consumed`` reports bring it
+  back under;
+- an outbound link that is down buffers more than ``high_bytes`` here; its
+  congestion ends only once every down link buffers at most ``low_bytes``.
+
+For a link that is up only the transport's own signals count (its bytes in
+the asyncio buffer are not looked at). While congested, this stream manager
+tells its local spouts to stop emitting (CONTROL ``backpressure``), stops
+reading them, and tells every other stream manager whose link is up (the
+others are told when their link comes up) to do the same; another
+container's backpressure throttles the local spouts too, until it ends or its
+inbound link is lost. Telling spouts matters: what a spout had written before
+its stream manager stopped reading it would otherwise wait in kernel buffers
+and flood the queue when reading resumes.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, NamedTuple, Optional, Union
+
+from squall.idl import schema
+from squall.runtime.protocol import (ACK, CONTROL, DATA, DEST_COUNT, HEADER_SIZE, ProtocolError, control_frame,
+                                     decode_control)
+from squall.runtime.queue_bound import QueueBound
+
+log = logging.getLogger(__name__)
+
+RETRY_SECS = 0.5  # before reconnecting a lost link
+STALE_SECS = 60.0  # longest a remote task that left the plan keeps its route
+REGISTER_DELAY_SECS = 0.05  # instances connecting together make one registration
+
+_unpack_dest_count = DEST_COUNT.unpack_from
+
+
+# ------------------------------------------------------------------ identities
+@dataclass(frozen=True, slots=True)
+class LocalTask:
+    """A local instance's connection. Its identity is its task: a task that
+    connects again replaces its earlier connection."""
+
+    task: int
+    component: str = field(compare=False)
+    pid: int = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class PeerOut:
+    """The outbound link to another container's stream manager: frames for its tasks leave by it."""
+
+    container: int
+
+
+@dataclass(frozen=True, slots=True)
+class PeerIn:
+    """An inbound link from another container's stream manager: frames for local tasks, its backpressure."""
+
+    container: int
+
+
+@dataclass(frozen=True, slots=True)
+class TMasterLink:
+    """The connection to the topology master at ``host:port`` (process ``pid``)."""
+
+    host: str
+    port: int
+    pid: int
+
+    @classmethod
+    def at(cls, location: Any) -> "TMasterLink":
+        """The link to a ``TMasterLocation``."""
+        return cls(location.host, location.control_port, location.pid)
+
+
+Peer = Union[LocalTask, PeerOut, PeerIn, TMasterLink]
+
+
+# ------------------------------------------------------------------ events
+@dataclass(frozen=True, slots=True)
+class Connected:
+    """``who``'s connection finished its handshake (an earlier one with the same identity is gone)."""
+
+    who: Peer
+    now: float
+
+
+@dataclass(frozen=True, slots=True)
+class Disconnected:
+    """``who``'s connection is gone (not reported for connections closed by a ``Close`` action)."""
+
+    who: Peer
+    now: float
+
+
+@dataclass(frozen=True, slots=True)
+class FramesArrived:
+    """Whole frames read from ``who``'s connection, in order."""
+
+    who: Peer
+    frames: list
+    now: float
+
+
+@dataclass(frozen=True, slots=True)
+class WriteBlocked:
+    """``who``'s write buffer went over the high water mark (True) or back under the low one (False)."""
+
+    who: Peer
+    blocked: bool
+    now: float
+
+
+@dataclass(frozen=True, slots=True)
+class TMasterMoved:
+    """The state manager names a (new) topology master; None when no record exists."""
+
+    location: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """The periodic timer: ``now`` monotonic, ``wall`` epoch seconds, and the bytes waiting in the
+    transports' write buffers (for the metrics row)."""
+
+    now: float
+    wall: float
+    transport_unsent: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterDue:
+    """The registration a ``Timer`` put off is due."""
+
+
+Event = Union[Connected, Disconnected, FramesArrived, WriteBlocked, TMasterMoved, Tick, RegisterDue]
+
+
+# ------------------------------------------------------------------ actions
+class Send(NamedTuple):
+    """Write ``data`` (whole frames) to ``who``. One per routed frame: a named tuple, the cheapest
+    immutable value to build (a frozen dataclass costs twice as much on the hot path)."""
+
+    who: Peer
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class PauseReading:
+    """Stop (``paused``) or resume reading ``who``."""
+
+    who: Peer
+    paused: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Close:
+    """Close ``who``'s connection (abort it and log ``reason`` when one is given) and stop any attempt
+    to connect it. The state has already treated it as gone: no ``Disconnected`` follows."""
+
+    who: Peer
+    reason: Optional[str] = None
+
+
+@dataclass(frozen=True, slots=True)
+class Connect:
+    """Connect ``who`` to ``host:port`` after ``delay`` seconds, retrying until its handshake is done
+    (then ``Connected``) or a ``Close`` of it."""
+
+    who: PeerOut
+    host: str
+    port: int
+    delay: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectTMaster:
+    """After ``delay`` seconds, read where the topology master is and connect to it, retrying until
+    a handshake is done (then ``Connected(TMasterLink)``); replaces any attempt under way."""
+
+    delay: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class SendMetrics:
+    """Send this ``MetricsRow`` to the container's metrics manager."""
+
+    row: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Timer:
+    """Hand ``event`` back to the state machine after ``delay`` seconds."""
+
+    delay: float
+    event: Event
+
+
+Action = Union[Send, PauseReading, Close, Connect, ConnectTMaster, SendMetrics, Timer]
+
+
+# ------------------------------------------------------------------ state
+class PeerLink:
+    """What this stream manager knows of its outbound link to another container."""
+
+    __slots__ = ("who", "host", "port", "up", "buffer", "buffered", "retiring")
+
+    def __init__(self, container: int, host: str, port: int):
+        self.who = PeerOut(container)
+        self.host, self.port = host, port
+        self.up = False  # handshake done, not lost: frames go to it; otherwise they wait in ``buffer``
+        self.buffer: list = []
+        self.buffered = 0  # bytes in ``buffer``
+        self.retiring = False  # its container left the plan; kept for stale routes only
+
+    @property
+    def container(self) -> int:
+        return self.who.container
+
+
+class StreamManagerState:
+    """Routing, retiring, backpressure and registration of one container's stream manager."""
+
+    def __init__(self, container: int, host: str, spouts: set, high_bytes: int, low_bytes: int, *,
+                 pid: int = 0, max_queue_secs: float = 1.0, stale_secs: float = STALE_SECS,
+                 heartbeat_secs: float = 5.0, bucket_secs: float = 5.0):
+        self.container = container
+        self.host = host
+        self.data_port = 0  # set by the shell once it listens; goes into the registration
+        self.pid = pid
+        self.spouts = set(spouts)  # component names that are spouts
+        self.high, self.low = high_bytes, low_bytes
+        self.max_queue_secs = max_queue_secs
+        self.stale_secs = stale_secs
+        self.heartbeat_secs = heartbeat_secs
+        self.bucket_secs = bucket_secs
+
+        self.local: dict = {}  # task -> LocalTask, connected
+        self.queues: dict = {}  # task -> QueueBound of its local instance
+        self.task_container: dict = {}  # task -> container, current physical plan
+        self.stale: dict = {}  # task -> (container, since): left the plan, maybe still alive
+        self.peers: dict = {}  # container -> PeerLink
+        self.tmaster: Optional[TMasterLink] = None  # connected
+        self.pplan: Any = None
+        self.pplan_frame: Optional[bytes] = None
+
+        self.blocked: set = set()  # identities whose write buffer went over high and not yet under low
+        self.full_queues: set = set()  # local tasks whose queue is over its bound
+        self.paused: set = set()  # local spout tasks whose reading is paused
+        self.bp_self = False  # this stream manager is congested (and has told its peers)
+        self.bp_remote: set = set()  # containers whose stream manager reports backpressure
+        self.bp_since: Optional[float] = None  # throttling local spouts since
+        self.bp_time = 0.0  # seconds throttled, not yet reported
+        self.bp_episodes = 0
+
+        self.forwarded_frames = 0
+        self.forwarded_bytes = 0
+        self.dropped_frames = 0
+        self._register_pending = False
+        self._next_heartbeat: Optional[float] = None
+        self._next_metrics = 0.0
+        self._last_wall = 0.0
+        self._handlers: dict[type, Callable[[Any], list]] = {
+            FramesArrived: self._frames_arrived, Connected: self._connected, Disconnected: self._disconnected,
+            WriteBlocked: self._write_blocked, TMasterMoved: self._tmaster_moved, Tick: self._tick,
+            RegisterDue: self._register_due,
+        }
+
+    def handle(self, event: Event) -> list:
+        """The actions ``event`` calls for, to be carried out in order."""
+        return self._handlers[type(event)](event)
+
+    # events ------------------------------------------------------------------------
+    def _frames_arrived(self, ev: FramesArrived) -> list:
+        who, now, out = ev.who, ev.now, []
+        kind = type(who)
+        if kind is LocalTask:
+            for f in ev.frames:
+                ftype = f[4]
+                if ftype == DATA or ftype == ACK:
+                    self._route(f, out, now)
+                elif ftype == CONTROL:
+                    try:
+                        consumed = decode_control(f).consumed
+                    except ProtocolError as e:
+                        return self._close(who, str(e), out, now)
+                    if consumed is None:
+                        return self._close(who, f"unexpected control message from task {who.task}", out, now)
+                    self._consumed(who.task, consumed, out, now)
+                else:
+                    return self._close(who, f"unexpected frame type {ftype} from task {who.task}", out, now)
+        elif kind is PeerIn:
+            local = self.local
+            for f in ev.frames:
+                ftype = f[4]
+                if ftype == DATA or ftype == ACK:
+                    dest, count = _unpack_dest_count(f, HEADER_SIZE)
+                    task = local.get(dest)
+                    if task is not None:
+                        self._deliver(task, f, count, out, now)
+                        self.forwarded_frames += 1
+                    else:
+                        self.dropped_frames += 1
+                else:
+                    try:
+                        bp = decode_control(f).backpressure
+                    except ProtocolError as e:
+                        return self._close(who, str(e), out, now)
+                    if bp is not None:
+                        (self.bp_remote.add if bp.on else self.bp_remote.discard)(bp.container)
+                        log.info("container %d %s backpressure", bp.container, "started" if bp.on else "ended")
+                        self._apply_throttle(out, now)
+        elif kind is TMasterLink:
+            if who != self.tmaster:
+                return out  # a topology master this stream manager has left
+            for f in ev.frames:
+                try:
+                    msg = decode_control(f)
+                except ProtocolError as e:
+                    return self._close(who, str(e), out, now)
+                if msg.physical_plan is not None:
+                    self._set_plan(msg.physical_plan, f, out, now)
+                elif msg.register_response is not None and not msg.register_response.ok:
+                    log.error("topology master refused registration: %s", msg.register_response.error)
+        else:
+            return self._close(who, "unexpected frames on an outbound link", out, now)
+        return out
+
+    def _connected(self, ev: Connected) -> list:
+        who, now, out = ev.who, ev.now, []
+        kind = type(who)
+        if kind is LocalTask:
+            task = who.task
+            if task in self.local:
+                log.warning("task %d connected again; its old connection is closed", task)
+                self._forget_local(task)
+            self.local[task] = who
+            self.queues[task] = QueueBound(self.max_queue_secs)
+            log.info("task %d (%s, pid %d) connected", task, who.component, who.pid)
+            if who.component in self.spouts and self.throttled:
+                self.paused.add(task)
+                out.append(PauseReading(who, True))
+                out.append(Send(who, self.backpressure_frame(True)))
+            if self.pplan is not None and task in self.task_container:
+                out.append(Send(who, self.pplan_frame))
+            self._schedule_register(out)
+            self._update_congestion(out, now)  # a replaced connection's congestion is gone
+        elif kind is PeerOut:
+            link = self.peers.get(who.container)
+            if link is None:  # the link was dropped while this connection was being made
+                out.append(Close(who))
+                return out
+            link.up = True
+            flushed = link.buffered
+            out.extend(Send(who, data) for data in link.buffer)
+            link.buffer, link.buffered = [], 0
+            if self.bp_self:
+                out.append(Send(who, self.backpressure_frame(True)))
+            log.info("connected to the stream manager of container %d", who.container)
+            if flushed <= self.high:
+                # the transport cannot go over its high mark from these alone; a bigger flush is judged
+                # by the transport's signal (WriteBlocked) or, failing that, at the next Tick
+                self._update_congestion(out, now)
+        elif kind is PeerIn:
+            if who.container in self.bp_remote:  # said by its earlier connection: it repeats it if still so
+                self.bp_remote.discard(who.container)
+                self._apply_throttle(out, now)
+        elif kind is TMasterLink:
+            if self.tmaster is not None and self.tmaster != who:
+                out.append(Close(self.tmaster))
+            self.tmaster = who
+            log.info("connected to the topology master at %s:%d", who.host, who.port)
+            out.append(Send(who, self.registration_frame()))
+        return out
+
+    def _disconnected(self, ev: Disconnected) -> list:
+        out: list = []
+        self._lost(ev.who, out, ev.now)
+        return out
+
+    def _write_blocked(self, ev: WriteBlocked) -> list:
+        out: list = []
+        if ev.blocked:
+            self.blocked.add(ev.who)
+        else:
+            self.blocked.discard(ev.who)
+        self._update_congestion(out, ev.now)
+        return out
+
+    def _tmaster_moved(self, ev: TMasterMoved) -> list:
+        loc = ev.location
+        if loc is None or (self.tmaster is not None and self.tmaster == TMasterLink.at(loc)):
+            return []
+        log.info("topology master is now at %s:%d (pid %d)", loc.host, loc.control_port, loc.pid)
+        out: list = []
+        if self.tmaster is not None:
+            out.append(Close(self.tmaster))
+            self.tmaster = None
+        out.append(ConnectTMaster())
+        return out
+
+    def _tick(self, ev: Tick) -> list:
+        now, out = ev.now, []
+        if self.stale:
+            self._expire_stale(now, out)
+        self._update_congestion(out, now)  # a flushed link's congestion, if no signal ended it
+        if self._next_heartbeat is None:  # the first tick
+            self._next_heartbeat, self._next_metrics, self._last_wall = now, now + self.bucket_secs, ev.wall
+        if now >= self._next_heartbeat:
+            self._next_heartbeat = now + self.heartbeat_secs
+            if self.tmaster is not None:
+                out.append(Send(self.tmaster, control_frame(heartbeat=schema.Heartbeat(ev.wall))))
+        if now >= self._next_metrics:
+            self._next_metrics = now + self.bucket_secs
+            out.append(SendMetrics(self.metrics_row(ev.wall, ev.wall - self._last_wall, now,
+                                                    ev.transport_unsent)))
+            self._last_wall = ev.wall
+        return out
+
+    def _register_due(self, ev: RegisterDue) -> list:
+        self._register_pending = False
+        return [Send(self.tmaster, self.registration_frame())] if self.tmaster is not None else []
+
+    # connections -------------------------------------------------------------------
+    def _lost(self, who: Peer, out: list, now: float) -> None:
+        """``who``'s connection is gone."""
+        self.blocked.discard(who)
+        kind = type(who)
+        if kind is LocalTask:
+            task = who.task
+            if task not in self.local:
+                return
+            self._forget_local(task)
+            del self.local[task]
+            if self.stale.pop(task, None) is not None:
+                log.info("task %d (retired) disconnected; its route is gone", task)
+            else:
+                log.info("task %d disconnected", task)
+            self._schedule_register(out)
+        elif kind is PeerOut:
+            link = self.peers.get(who.container)
+            if link is None or not link.up:
+                return
+            link.up = False
+            if link.retiring:
+                self._drop_link(link, out)
+            else:
+                log.warning("lost the stream manager of container %d; reconnecting", who.container)
+                out.append(Connect(who, link.host, link.port, RETRY_SECS))
+        elif kind is PeerIn:
+            if who.container in self.bp_remote:
+                self.bp_remote.discard(who.container)
+                self._apply_throttle(out, now)
+        elif kind is TMasterLink:
+            if who == self.tmaster:
+                self.tmaster = None
+                log.warning("lost the topology master; routing on the last physical plan, reconnecting")
+                out.append(ConnectTMaster(RETRY_SECS))
+        self._update_congestion(out, now)
+
+    def _close(self, who: Peer, reason: str, out: list, now: float) -> list:
+        """Close a connection that broke the protocol (and act as if it was lost)."""
+        out.append(Close(who, reason))
+        self._lost(who, out, now)
+        return out
+
+    def _forget_local(self, task: int) -> None:
+        """A local task's connection is gone: its queue and its congestion go with it."""
+        self.queues.pop(task, None)
+        self.full_queues.discard(task)
+        self.paused.discard(task)
+        self.blocked.discard(self.local[task])
+
+    # routing -------------------------------------------------------------------------
+    def _route(self, f: bytes, out: list, now: float) -> None:
+        """A DATA or ACK frame from a local instance, to its destination task."""
+        dest, count = _unpack_dest_count(f, HEADER_SIZE)
+        where = self.task_container.get(dest)
+        if where is None:
+            # a task that left the plan (senders batched with the old plan) or none known yet
+            stale = self.stale.get(dest)
+            where = self.container if stale is None else stale[0]
+        task = self.local.get(dest) if where == self.container else None
+        if task is not None:
+            out.append(Send(task, f))
+            if count and self.queues[dest].delivered(count):
+                self.full_queues.add(dest)
+                self._update_congestion(out, now)
+        else:
+            link = self.peers.get(where)
+            if link is None:
+                self.dropped_frames += 1
+                if self.dropped_frames % 1000 == 1:
+                    log.warning("no route to task %d (frames dropped so far: %d)", dest, self.dropped_frames)
+                return
+            if link.up:
+                out.append(Send(link.who, f))
+            else:
+                link.buffer.append(f)
+                link.buffered += len(f)
+                if link.buffered > self.high:
+                    self._update_congestion(out, now)
+        self.forwarded_frames += 1
+        self.forwarded_bytes += len(f)
+
+    def _deliver(self, task: LocalTask, f: bytes, count: int, out: list, now: float) -> None:
+        """A frame to a local instance; its queue may go over its bound."""
+        out.append(Send(task, f))
+        if count and self.queues[task.task].delivered(count):
+            self.full_queues.add(task.task)
+            self._update_congestion(out, now)
+
+    def _consumed(self, task: int, tuples: int, out: list, now: float) -> None:
+        if self.queues[task].consumed(tuples, now):
+            self.full_queues.discard(task)
+            self._update_congestion(out, now)
+
+    # plan and retiring -----------------------------------------------------------------
+    def _set_plan(self, pplan: Any, raw_frame: bytes, out: list, now: float) -> None:
+        self.pplan = pplan
+        self.pplan_frame = raw_frame
+        new = {i.id.task_id: i.container for i in pplan.instances}
+        for task, cid in self.task_container.items():
+            if task not in new:
+                self.stale[task] = (cid, now)
+        for task in list(self.stale):
+            cid = self.stale[task][0]
+            if task in new or (cid == self.container and task not in self.local):
+                del self.stale[task]  # back in the plan, or a local task already gone
+        self.task_container = new
+        wanted = {s.container: s for s in pplan.stmgrs if s.container != self.container}
+        still_routed = {cid for cid, _ in self.stale.values()}
+        for cid in list(self.peers):
+            link = self.peers[cid]
+            s = wanted.get(cid)
+            if s is None and cid in still_routed and link.up:
+                if not link.retiring:
+                    log.info("container %d left the plan; keeping its link while its tasks %s may still "
+                             "receive", cid, sorted(t for t, (c, _) in self.stale.items() if c == cid))
+                link.retiring = True
+            elif s is None or (s.host, s.data_port) != (link.host, link.port):
+                self._drop_link(link, out)
+            else:
+                link.retiring = False
+        for cid, s in wanted.items():
+            if cid not in self.peers:
+                link = self.peers[cid] = PeerLink(cid, s.host, s.data_port)
+                out.append(Connect(link.who, link.host, link.port))
+        for task in self.local.values():
+            out.append(Send(task, raw_frame))  # retiring local tasks too: they stop routing to removed tasks
+        self._update_congestion(out, now)  # a dropped link's buffer or blocked transport is gone
+        log.info("physical plan %s (%s): %d instances, %d stream managers", pplan.packing_plan_id,
+                 schema.TopologyStatus._VALUES_TO_NAMES.get(pplan.status), len(pplan.instances), len(pplan.stmgrs))
+
+    def _drop_link(self, link: PeerLink, out: list) -> None:
+        if self.peers.get(link.container) is link:
+            del self.peers[link.container]
+        out.append(Close(link.who))
+        self.blocked.discard(link.who)
+        for task in [t for t, (c, _) in self.stale.items() if c == link.container]:
+            del self.stale[task]
+
+    def _expire_stale(self, now: float, out: list) -> None:
+        """Forget remote tasks that left the plan ``stale_secs`` ago (local ones go when they disconnect)."""
+        for task, (cid, since) in list(self.stale.items()):
+            if cid != self.container and now - since >= self.stale_secs:
+                del self.stale[task]
+        still_routed = {cid for cid, _ in self.stale.values()}
+        for link in list(self.peers.values()):
+            if link.retiring and link.container not in still_routed:
+                self._drop_link(link, out)
+
+    # backpressure ---------------------------------------------------------------------
+    @property
+    def throttled(self) -> bool:
+        """Local spouts must stop: this or another stream manager is congested."""
+        return self.bp_self or bool(self.bp_remote)
+
+    def _update_congestion(self, out: list, now: float) -> None:
+        peers = self.peers.values()
+        over = (bool(self.blocked) or bool(self.full_queues)
+                or any(not l.up and l.buffered > self.high for l in peers))
+        if over == self.bp_self:
+            return
+        if not over and any(not l.up and l.buffered > self.low for l in peers):
+            return  # a down link's buffer ends congestion only under the low mark
+        self.bp_self = over
+        if over:
+            self.bp_episodes += 1
+        # an episode lasts milliseconds at saturation: one line per bucket (metrics_row), not per episode
+        log.debug("backpressure %s", "started" if over else "ended")
+        msg = self.backpressure_frame(over)
+        for link in peers:
+            if link.up:  # the others are told once they are up
+                out.append(Send(link.who, msg))
+        self._apply_throttle(out, now)
+
+    def _apply_throttle(self, out: list, now: float) -> None:
+        """Pause or resume reading the local spouts, and tell them to stop or go on emitting."""
+        throttled = self.throttled
+        if throttled and self.bp_since is None:
+            self.bp_since = now
+        elif not throttled and self.bp_since is not None:
+            self.bp_time += now - self.bp_since
+            self.bp_since = None
+        frame = None
+        for task, who in self.local.items():
+            if who.component in self.spouts and (task in self.paused) != throttled:
+                (self.paused.add if throttled else self.paused.discard)(task)
+                out.append(PauseReading(who, throttled))
+                frame = frame or self.backpressure_frame(throttled)
+                out.append(Send(who, frame))  # the spout stops (or resumes) emitting
+
+    def backpressure_frame(self, on: bool) -> bytes:
+        return control_frame(backpressure=schema.Backpressure(self.container, on))
+
+    def backpressure_ms(self, now: float) -> float:
+        """Time throttled since the last call, ms."""
+        total = self.bp_time
+        if self.bp_since is not None:
+            total += now - self.bp_since
+            self.bp_since = now
+        self.bp_time = 0.0
+        return total * 1000
+
+    # tmaster and metrics ------------------------------------------------------------------
+    def _schedule_register(self, out: list) -> None:
+        if not self._register_pending:
+            self._register_pending = True
+            out.append(Timer(REGISTER_DELAY_SECS, RegisterDue()))
+
+    def registration(self) -> Any:
+        instances = [
+            schema.InstanceLocation(id=schema.InstanceId(component=who.component, task_id=task, component_index=-1),
+                                    container=self.container, pid=who.pid)
+            for task, who in sorted(self.local.items())
+        ]
+        loc = schema.StMgrLocation(container=self.container, host=self.host, data_port=self.data_port, pid=self.pid)
+        return schema.RegisterStMgr(stmgr=loc, instances=instances)
+
+    def registration_frame(self) -> bytes:
+        return control_frame(register_stmgr=self.registration())
+
+    def metrics_row(self, wall: float, interval: float, now: float, transport_unsent: int = 0) -> Any:
+        """This bucket's row (and the counters start again)."""
+        queued = {task: q.queued for task, q in self.queues.items()}
+        user = {"frames_forwarded": self.forwarded_frames, "bytes_forwarded": self.forwarded_bytes,
+                "queued_tuples": queued,
+                "frames_dropped": self.dropped_frames, "backpressure_episodes": self.bp_episodes,
+                "unsent_bytes": transport_unsent + sum(l.buffered for l in self.peers.values())}
+        bp_ms = self.backpressure_ms(now)
+        if self.bp_episodes:
+            log.info("backpressure: %d episodes, %.0f ms throttled in the last %.1f s",
+                     self.bp_episodes, bp_ms, interval)
+        self.forwarded_frames = self.forwarded_bytes = self.dropped_frames = self.bp_episodes = 0
+        return schema.MetricsRow(
+            ts=wall, interval_secs=interval, process="stmgr", component="__stmgr", task_id=None,
+            emit_count=0, execute_count=0, ack_count=0, fail_count=0, queue_depth=sum(queued.values()),
+            backpressure_ms=bp_ms, user=json.dumps(user), pid=self.pid, container=self.container)
