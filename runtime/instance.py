@@ -330,6 +330,11 @@ class Instance:
             self.backpressure_time += clock - self.throttled_at
         self.throttled = on
 
+    @property
+    def may_emit(self) -> bool:
+        """A spout's turn to call ``next_tuple``: initialized, active and not told to stop."""
+        return self.is_spout and self.active and self.initialized and not self.throttled
+
     def on_timers(self, now: float) -> bool:
         """Flush, tick and expire what is due at ``now`` (monotonic); True when a metrics bucket ends."""
         t = self.timers
@@ -994,7 +999,7 @@ class _Loop:
                 inst.backpressure_time += time.perf_counter() - t0
                 if r:
                     self.read(0)
-            elif inst.is_spout and inst.active and inst.initialized and not inst.throttled:
+            elif inst.may_emit:
                 emitted = inst.spout_burst()
                 self.send_some()
                 self.read(0.001 if not emitted else 0)

@@ -47,6 +47,12 @@ class Counter:
     def initialize(self, config, context):
         pass
 
+    def activate(self):
+        pass
+
+    def deactivate(self):
+        pass
+
     def next_tuple(self):
         self.n += 1
         self._collector.emit([self.n], "default", None, None, None)
@@ -100,11 +106,12 @@ def test_backpressure_stops_a_spout_and_its_time_is_counted_per_bucket():
     spout = Instance(TOPOLOGY, "busy", 1, 1, None, component_obj=Counter())
     spout.on_frame(plan_frame(1), 0.0)
     bp = lambda on: control_frame(backpressure=schema.Backpressure(1, on))  # noqa: E731
+    assert spout.may_emit
     spout.on_frame(bp(True), 10.0)
-    assert spout.throttled
+    assert spout.throttled and not spout.may_emit
     spout.on_frame(bp(True), 10.5)  # told again: the episode goes on from 10.0
     spout.on_frame(bp(False), 11.0)
-    assert not spout.throttled and spout.backpressure_time == 1.0
+    assert not spout.throttled and spout.may_emit and spout.backpressure_time == 1.0
     spout.on_frame(bp(True), 12.0)
     row = spout.metrics_row(0.0, 5.0, clock=12.25)  # still throttled: the time so far counts now
     assert row.backpressure_ms == 1250.0
@@ -142,6 +149,18 @@ def test_timers_flush_tick_and_end_buckets_when_due():
     assert bolt.timers.next_expire == float("inf"), "a bolt has no trees to expire"
     spout = Instance(TOPOLOGY, "busy", 1, 1, None, component_obj=Counter())
     assert spout.timers.next_tick == float("inf"), "spouts get no tick tuples"
+
+
+def test_a_spout_emits_once_initialized_and_only_while_active():
+    spout = Instance(TOPOLOGY, "busy", 1, 1, None, component_obj=Counter())
+    assert not spout.may_emit, "no plan yet: not initialized"
+    spout.on_frame(plan_frame(1, status=schema.TopologyStatus.PAUSED), 0.0)
+    assert spout.initialized and not spout.may_emit, "deactivated"
+    spout.on_frame(plan_frame(1), 0.0)
+    assert spout.may_emit
+    bolt = Instance(TOPOLOGY, "sink", 9, 1, None, component_obj=Recorder())
+    bolt.on_frame(plan_frame(1), 0.0)
+    assert not bolt.may_emit, "bolts emit from process(), not on their own"
 
 
 def test_a_spout_flushes_partial_batches_on_the_flush_timer():
