@@ -35,7 +35,8 @@ FRAME_TYPES = {CHALLENGE: "CHALLENGE", HELLO: "HELLO", DATA: "DATA", CONTROL: "C
 ROUTED = (DATA, ACK)  # frames a stream manager forwards by their destination task
 
 # 2: DATA/ACK headers carry a tuple count, ACK frames exist, HELLO carries the version.
-PROTOCOL_VERSION = 2
+# 3: at least once, a run carries edge ids and spans of roots (not [edge, root, ...] per tuple).
+PROTOCOL_VERSION = 3
 
 HEADER = struct.Struct(">IB")  # length of (type + body), type
 DEST = struct.Struct(">I")

@@ -9,9 +9,8 @@ import msgpack
 import pytest
 
 from squall.idl import schema
-from squall.runtime.protocol import (DATA, DATA_HEADER_SIZE, BlockingConnection, FrameReader, ProtocolError,
-                                     data_frame, frame,
-                                     frame_dest, listen_socket)
+from squall.runtime.protocol import (DATA, DATA_HEADER_SIZE, PROTOCOL_VERSION, BlockingConnection, FrameReader,
+                                     ProtocolError, data_frame, frame, frame_dest, listen_socket)
 from squall.runtime.stmgr import StreamManager
 
 SECRET = "s3cret"
@@ -120,7 +119,7 @@ def test_a_peer_of_another_protocol_version_is_refused_clearly(stmgr, caplog):
     from squall.runtime.protocol import CHALLENGE, HELLO, decode_body, proof
 
     sm, port = stmgr
-    # a client of version 1, by hand: the stream manager runs in this process, so patching
+    # a client of the version before, by hand: the stream manager runs in this process, so patching
     # PROTOCOL_VERSION for the client would race with its check of the HELLO
     old = BlockingConnection(socket.create_connection(("127.0.0.1", port)))
     challenge = old.recv_frame(5)
@@ -128,11 +127,12 @@ def test_a_peer_of_another_protocol_version_is_refused_clearly(stmgr, caplog):
     nonce = decode_body(challenge, schema.Challenge, "CHALLENGE").nonce
     old.send(frame(HELLO, encode(schema.Hello(
         topology_name="t", role=schema.Role.INSTANCE, proof=proof(SECRET, nonce), container=1, pid=os.getpid(),
-        task_id=4, component="bolt", version=1))))
+        task_id=4, component="bolt", version=PROTOCOL_VERSION - 1))))
     with pytest.raises(ProtocolError):
         old.recv_frame(5)
     assert 4 not in sm.state.local
-    assert "peer speaks wire protocol version 1, this process speaks 2" in caplog.text
+    assert (f"peer speaks wire protocol version {PROTOCOL_VERSION - 1}, this process speaks {PROTOCOL_VERSION}"
+            in caplog.text)
 
 
 def test_before_the_handshake_a_connection_may_send_one_small_frame(stmgr):
