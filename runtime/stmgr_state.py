@@ -520,10 +520,7 @@ class StreamManagerState:
             where = self.container if stale is None else stale[0]
         task = self.local.get(dest) if where == self.container else None
         if task is not None:
-            out.append(Send(task, f))
-            if count and self.queues[dest].delivered(count):
-                self.full_queues.add(dest)
-                self._update_congestion(out, now)
+            self._deliver(task, f, count, out, now)
         else:
             link = self.peers.get(where)
             if link is None:
