@@ -83,25 +83,11 @@ class AckTracker:
         self.trees[root] = [tup_id, xor, now]
         return True
 
-    def ack(self, root: int, value: int, now: float) -> Optional[tuple]:
-        """Close and open edges of ``root``'s tree: ``(tup_id, seconds since emitted)`` once it is complete.
-
-        An unknown root (completed, failed, timed out, or of another run of this
-        task) is ignored.
-        """
-        entry = self.trees.get(root)
-        if entry is None:
-            return None
-        entry[1] ^= value
-        if entry[1]:
-            return None
-        del self.trees[root]
-        return entry[0], now - entry[2]
-
     def ack_all(self, acks: list, now: float) -> tuple:
-        """``ack`` for a flat ``[root, value, root, value, ...]``: the tup_ids of the trees completed, in
-        order, and the sum of their latencies. (One call per ACK frame: this is every tuple's cost at
-        the spout.)"""
+        """Close and open edges of trees, for a flat ``[root, value, root, value, ...]``: the tup_ids of
+        the trees completed, in order, and the sum of their seconds since emitted. An unknown root
+        (completed, failed, timed out, or of another run of this task) is ignored. (One call per ACK
+        frame: this is every tuple's cost at the spout.)"""
         trees = self.trees
         done: list = []
         emitted = 0.0

@@ -17,11 +17,11 @@ def test_a_tree_completes_when_every_edge_is_acked():
     t = AckTracker(timeout=30)
     a, b, c = 0x1111, 0x2222, 0x4444
     assert t.start(root=7, tup_id="x", xor=a ^ b, now=0.0)
-    assert t.ack(7, a ^ c, now=1.0) is None  # a closed, c (its child) opened
-    assert t.ack(7, b, now=2.0) is None
-    assert t.ack(7, c, now=3.0) == ("x", 3.0)
+    assert t.ack_all([7, a ^ c], now=1.0) == ([], 0.0)  # a closed, c (its child) opened
+    assert t.ack_all([7, b], now=2.0) == ([], 0.0)
+    assert t.ack_all([7, c], now=3.0) == (["x"], 3.0)
     assert len(t) == 0
-    assert t.ack(7, c, now=4.0) is None, "an unknown root must be ignored"
+    assert t.ack_all([7, c], now=4.0) == ([], 0.0), "an unknown root must be ignored"
 
 
 def test_fail_and_expiry_hand_the_id_back_once_oldest_first():
