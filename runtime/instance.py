@@ -4,8 +4,8 @@
 in as calls: ``on_frame`` (a frame from the stream manager: tuples, acks,
 the physical plan, backpressure), ``on_timers`` (flush, tick, expire trees,
 end a metrics bucket), ``spout_burst`` (a spout's turn to emit). Actions go
-out as state: the frames to send accumulate in ``out``, ``throttled`` says
-whether a spout may emit, ``metrics_row`` is the bucket's row. ``_Loop`` is
+out as state: the frames to send accumulate in ``out``, ``may_emit`` says
+whether a spout may call ``next_tuple``, ``metrics_row`` is the bucket's row. ``_Loop`` is
 the I/O around it, single-threaded like Heron's Python instance: it polls the
 stream manager's connection between bursts of ``next_tuple`` calls (spouts)
 or blocks on it (bolts), and sends what ``out`` holds.
