@@ -11,11 +11,14 @@ import argparse
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+
+import psutil
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOPOLOGY = os.path.join(HERE, "topologies", "wc_bench.py")
@@ -38,8 +41,32 @@ def _percentile(values: list, q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
 
 
+def _processes(squall: list, env: dict) -> dict:
+    """pid -> what it is (``stmgr``, ``split``, ...), from ``squall show``."""
+    shown = subprocess.run(squall + ["show", "wc_bench"], env=env, check=True, capture_output=True, text=True).stdout
+    procs = {}
+    for line in shown.splitlines():
+        m = re.match(r"\s*\d+\s+(instance (\w+)\[\d+\]|\w+).*?\s(\d+)\s+up\s", line)
+        if m:
+            procs[int(m.group(3))] = m.group(2) or m.group(1)
+    return procs
+
+
+def _cpu(procs: dict) -> dict:
+    """Seconds of CPU (user + system) so far, per kind of process."""
+    seconds: dict = {}
+    for pid, kind in procs.items():
+        try:
+            t = psutil.Process(pid).cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        seconds[kind] = seconds.get(kind, 0.0) + t.user + t.system
+    return seconds
+
+
 def run(seconds: float, warmup: float = 4.0, *props: str) -> dict:
-    """Submit, warm up, measure over ``seconds``, kill; returns words/s and latency percentiles (ms)."""
+    """Submit, warm up, measure over ``seconds``, kill; returns words/s, latency percentiles (ms) and
+    ``cpu_us_per_word``: each kind of process's CPU time (all its processes) per word counted."""
     home = tempfile.mkdtemp(prefix="squall-bench-")
     out = os.path.join(home, "out")
     os.makedirs(out)
@@ -50,10 +77,11 @@ def run(seconds: float, warmup: float = 4.0, *props: str) -> dict:
         args += ["--config-property", p]
     subprocess.run(squall + args, env=env, check=True, stdout=subprocess.DEVNULL)
     try:
+        procs = _processes(squall, env)
         time.sleep(warmup)
-        first = _snapshot(out)
+        first, cpu_first = _snapshot(out), _cpu(procs)
         time.sleep(seconds)
-        last = _snapshot(out)
+        last, cpu_last = _snapshot(out), _cpu(procs)
         completes = _completes(out)
     finally:
         subprocess.run(squall + ["kill", "wc_bench"], env=env, check=True, stdout=subprocess.DEVNULL)
@@ -70,6 +98,7 @@ def run(seconds: float, warmup: float = 4.0, *props: str) -> dict:
         "samples": len(latencies),
         "complete_p50_ms": _percentile(complete, 0.50),
         "complete_p99_ms": _percentile(complete, 0.99),
+        "cpu_us_per_word": {k: (cpu_last[k] - cpu_first.get(k, 0.0)) / words * 1e6 for k in cpu_last},
     }
 
 
@@ -90,3 +119,4 @@ if __name__ == "__main__":
     result = run(args.seconds, 4.0, *args.config_property)
     print(f"end-to-end word count: {result['words_per_sec'] / 1e3:.0f}k words/s, "
           f"latency p50 {result['p50_ms']:.1f} ms, p99 {result['p99_ms']:.1f} ms ({result['samples']} samples)")
+    print("CPU µs per word: " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(result["cpu_us_per_word"].items())))
