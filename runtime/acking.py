@@ -1,14 +1,22 @@
 """At-least-once: Storm's XOR tuple trees, tracked by the spout's own task.
 
-Every tuple a spout emits with an id starts a tree with a random *root*;
-every copy of a tuple that goes to a task gets a random 64-bit *edge id*.
-The tracker keeps, per root, the XOR of the edge ids still open: it starts
-with the edge ids of the spout tuple's copies; a bolt that acks a tuple sends
-``tuple's edge id XOR the edge ids of the tuples it emitted anchored to it``,
-which closes that edge and opens the new ones. The XOR is zero exactly when
-every edge of the tree has been acked (up to a 2**-64 chance): the spout's
-``ack(tup_id)`` runs. An explicit fail, or ``topology.message.timeout.secs``
-without completion, runs ``fail(tup_id)``.
+Every tuple a spout emits with an id starts a tree with a random *root*.
+The tracker keeps, per root, the XOR of the values still open; the tree is
+complete when it is zero (up to a 2**-64 chance): the spout's ``ack(tup_id)``
+runs. An explicit fail, or ``topology.message.timeout.secs`` without
+completion, runs ``fail(tup_id)``.
+
+What a tree's values are: Storm gives every tuple a random 64-bit edge id.
+Squall gives one to every *span*: consecutive tuples of a batch anchored to
+the same input (a sentence's words to one count task) or emitted by a spout
+with one id. A span's tuples are interchangeable for their trees, since only
+the XOR of what they send counts, so the wire carries one ``value`` per span
+and no per-tuple id, and a bolt that acks all of a span's tuples sends its
+value once (``Span``). A bolt that emits anchored to a span's tuples gives
+each child span a random share and XORs it into what the span's ack sends,
+which closes the span's value and opens the children's, as Storm's edge ids
+do. So a tree still needs every span acked, and a span is acked only once
+every tuple in it is.
 
 Where the trees are tracked: in the spout task itself, not in acker tasks
 (Storm) or the spout's stream manager (Heron). A root carries its spout's
@@ -44,8 +52,70 @@ def root_task(root: int) -> int:
 
 
 def new_edge() -> int:
-    """A random, non-zero 64-bit edge id."""
+    """A random, non-zero 64-bit value: a span's, or a share of one."""
     return random_bits(64) or 1
+
+
+class Span:
+    """Tuples received in one span: their trees (``roots``) and what acking them all sends.
+
+    ``value`` is the span's value from the wire: an int for every root, or a list parallel to
+    ``roots`` (a span anchored to several inputs). ``delta`` is the XOR of the shares handed to
+    child spans. ``carried``/``at``: where the last child span's value sits in a batch not sent
+    yet (``Instance._send`` empties a run's span list once it is on the wire), so that the span's
+    own ack can *ride* on it instead of going out in an ACK frame. ``open`` counts the tuples not
+    acked or failed yet, for bolts that ack themselves (``auto_ack`` off).
+
+    No ``__slots__``: the class's defaults make a new span two stores, and a bolt makes one per
+    span it receives (about two a sentence in word count).
+    """
+
+    delta = 0
+    carried: Optional[list] = None
+    at = 0
+    open = 0
+    failed = False
+
+    roots: list
+    value: Any
+
+    def rest(self) -> Any:
+        """What the span's ack sends: its value XOR the shares its children took."""
+        if self.value.__class__ is int:
+            return self.value ^ self.delta
+        return [v ^ self.delta for v in self.value]
+
+    def ride(self) -> bool:
+        """Put the span's ack into its last child span's value, if that has not been sent; False if
+        it has (the ack must go out in an ACK frame).
+
+        The child's trees are the span's own, so acking the child delivers the span's ack too; the
+        trees' XOR is unchanged and still needs the child acked (a lost carrier leaves them open
+        until their timeout, as it would without the ride).
+        """
+        carried = self.carried
+        if carried is None or len(carried) <= self.at:
+            return False
+        rest = self.rest()
+        share = carried[self.at]
+        carried[self.at] = share ^ rest if rest.__class__ is int else [share ^ r for r in rest]
+        return True
+
+
+def shared_span(anchors: list) -> tuple:
+    """The roots and per-root values of a child span anchored to tuples of several spans.
+
+    Each anchor span hands the child its own share, so a root that several anchors have gets the
+    XOR of their shares. (One share for all, as Storm's one edge id per tuple, would cancel out in
+    such a root, and the child would escape that tree.)
+    """
+    values: dict = {}
+    for span in anchors:
+        share = new_edge()
+        span.delta ^= share
+        for root in span.roots:
+            values[root] = values.get(root, 0) ^ share
+    return list(values), list(values.values())
 
 
 class AckTracker:

@@ -12,7 +12,7 @@ or blocks on it (bolts), and sends what ``out`` holds.
 
 Delivery (``topology.reliability.mode``): at most once, a bolt's
 ``ack``/``fail`` only count and a spout's are never called. At least once,
-tuples carry their tree ids (``runtime/acking.py``): a spout task tracks the
+tuples carry their trees in spans (``runtime/acking.py``): a spout task tracks the
 trees of the tuples it emitted with an id, caps them at
 ``topology.max.spout.pending``, and calls ``ack``/``fail`` when they complete,
 fail or time out; bolts anchor, ack and fail (automatically by default:
@@ -47,7 +47,7 @@ import msgpack
 
 from squall.component import SYSTEM_COMPONENT, TICK_STREAM, Tuple, TupleSource
 from squall.idl import schema
-from squall.runtime.acking import ROOT_BITS, TASK_SHIFT, AckTracker, new_edge, random_bits, root_task
+from squall.runtime.acking import ROOT_BITS, TASK_SHIFT, AckTracker, Span, new_edge, random_bits, root_task, shared_span
 from squall.runtime.metrics_sender import BlockingMetricsSender
 from squall.runtime.protocol import (ACK, CONTROL, DATA, DATA_HEADER_SIZE, BlockingConnection, ProtocolError,
                                      RateLimitedLog, control_frame, data_frame, decode_control, frame_count)
@@ -80,35 +80,41 @@ class _ReceivedTuple(Tuple):
 
 
 class _TrackedTuple(Tuple):
-    """A received tuple at least once: ``id`` (its edge id; None when not tracked), ``roots`` (of
-    its trees; None when its spout emitted it without an id) and ``ackval``: what acking it sends,
-    its edge id XOR the edges emitted anchored to it (0 when not tracked). Acking or failing it sets
-    ``ackval`` to None, so a second ack or fail is ignored.
+    """A received tuple at least once: ``span``, the ``Span`` it came in (None when it is not
+    tracked, or once the bolt acked or failed it: a second ack or fail is ignored). Tuples have no
+    id of their own on the wire (``id`` is None); ``roots`` names their trees.
     """
 
-    __slots__ = ("ackval",)
+    __slots__ = ("span",)
     __init__ = object.__init__  # type: ignore[assignment]
+    id = None
+
+    @property  # type: ignore[override]
+    def roots(self) -> Optional[list]:
+        return None if self.span is None else self.span.roots
 
 
-NO_ROOTS: list = []  # what a batch's open span is anchored to before its first tracked tuple
+IDLE = _TrackedTuple()  # ``Instance.current`` outside process(): nothing to anchor to
+IDLE.span = None
+_END = object()  # appended to a received run: its last span ends there
+NO_ANCHOR = object()  # a batch's open span takes no more tuples (a spout's, one anchored to several inputs)
 
 
 class _Batch:
     """Tuples waiting for one destination task: runs of [stream, values] in emit order.
 
-    At least once a run is ``[stream, values, edges, spans]``: ``edges`` holds each tuple's edge
-    id (0: not tracked), parallel to the values, and ``spans`` is a flat ``[start, roots, start,
-    roots, ...]``: the tuples from index ``start`` on belong to the trees ``roots`` (None: not
-    tracked). Consecutive tuples anchored to the same tuple (a sentence's words) share one span,
-    so the roots go on the wire once per span, not once per tuple, and the receiver acks a
-    span's tuples with one XOR.
+    At least once a run is ``[stream, values, spans]``; ``spans`` is a flat ``[start, roots,
+    value, start, roots, value, ...]``: the tuples from index ``start`` on belong to the trees
+    ``roots`` (None: not tracked) with the span's ``value`` (``runtime/acking.py``). ``anchor``
+    is the received ``Span`` the open span's tuples are anchored to: the next tuple anchored to
+    it joins that span (a sentence's words), any other starts one.
 
     ``vals`` is the open (last) run; the batch is full once it holds ``limit``
     values, which is the batch size less what earlier runs hold. A batch
     lives as long as its destination: sending it clears it.
     """
 
-    __slots__ = ("dest", "targets", "size", "runs", "stream", "vals", "limit", "edges", "spans", "roots")
+    __slots__ = ("dest", "targets", "size", "runs", "stream", "vals", "limit", "spans", "anchor")
 
     def __init__(self, dest: int, size: int) -> None:
         self.dest = dest
@@ -120,34 +126,34 @@ class _Batch:
         self.runs: list = []
         self.stream: Optional[str] = None
         self.vals: list = []
-        self.edges: list = []
         self.spans: list = []
-        self.roots: Any = NO_ROOTS  # the open span's
+        self.anchor: Any = NO_ANCHOR
         self.limit = self.size
+
+    def open_run(self, stream: str, tracked: bool) -> None:
+        self.limit -= len(self.vals)
+        self.stream = stream
+        self.vals = []
+        if tracked:
+            self.spans = []
+            self.anchor = NO_ANCHOR
+            self.runs.append([stream, self.vals, self.spans])
+        else:
+            self.runs.append([stream, self.vals])
 
     def add(self, stream: str, values: Any) -> None:
         if stream != self.stream:
-            self.limit -= len(self.vals)
-            self.stream = stream
-            self.vals = []
-            self.runs.append([stream, self.vals])
+            self.open_run(stream, False)
         self.vals.append(values)
 
-    def add_tracked(self, stream: str, values: Any, edge: int, roots: Any) -> None:
-        """At least once: ``edge`` in the trees ``roots`` (0 and None: not tracked)."""
+    def add_span(self, stream: str, values: Any, roots: Optional[list], value: Any) -> None:
+        """At least once: ``values`` starts a span of its own in the trees ``roots`` (None and 0: not
+        tracked); the next tuple starts another."""
         if stream != self.stream:
-            self.limit -= len(self.vals)
-            self.stream = stream
-            self.vals = []
-            self.edges = []
-            self.spans = [0, roots]
-            self.roots = roots
-            self.runs.append([stream, self.vals, self.edges, self.spans])
-        elif roots is not self.roots:
-            self.spans += (len(self.vals), roots)
-            self.roots = roots
+            self.open_run(stream, True)
+        self.spans += (len(self.vals), roots, value)
+        self.anchor = NO_ANCHOR
         self.vals.append(values)
-        self.edges.append(edge)
 
     @property
     def full(self) -> bool:
@@ -199,8 +205,8 @@ class Instance:
         self.tracker = AckTracker(float(config["topology.message.timeout.secs"]))
         self.max_pending = config["topology.max.spout.pending"] if self.reliable else None
         self.acks_out: dict = {}  # spout task -> [[root, value, root, value, ...], [failed root, ...]]
-        self.last_batch = _Batch(0, 1)  # the batch of the last tuple a bolt emitted anchored (a carrier of acks)
-        self.current: Any = None  # the tuple process() is running on (auto_anchor)
+        self.current: Any = IDLE  # the tuple process() is running on (auto_anchor)
+        self.handled = 0  # tuples a bolt acked or failed itself under auto_ack (not acked again)
         self.auto_anchor = self.auto_ack = self.auto_fail = False  # a bolt's class says, at least once
         self.throttled = False  # the stream manager asked this spout to stop emitting
         self.throttled_at = 0.0
@@ -424,91 +430,109 @@ class Instance:
         return tuple(targets)
 
     def _emit_tracked(self, values: Any, stream: str, targets: Any, tup_id: Any, anchors: Any) -> None:
-        """Each copy gets an edge id: in its spout tuple's new tree, or in its anchors' trees.
+        """A spout's tuple with an id starts a tree: one span per copy, each with a random value. A
+        bolt's joins a span of its anchors' trees.
 
         Anchors already acked or failed anchor nothing (Storm's rule: anchor before you ack).
         """
         if self.is_spout:
-            if tup_id is None:  # not tracked, never replayed
-                roots = None
-            else:
-                root = self.tracker.fresh_root(self.task_id)
-                roots = [root]
-                xor = 0
-        else:
-            if anchors is None:
-                anchors = (self.current,) if self.current is not None and self.auto_anchor else ()
-            anchors = [a for a in anchors if getattr(a, "roots", None) and a.ackval is not None]
-            if len(anchors) == 1:
-                roots = anchors[0].roots  # shared: consecutive emits anchored to it share a span
-            else:
-                roots = list({r: None for a in anchors for r in a.roots}) or None
+            root = None if tup_id is None else self.tracker.fresh_root(self.task_id)
+            xor = 0
+            for t in targets:
+                batch = self._batch(t)
+                if root is None:
+                    self._join(batch, stream, values, None)
+                else:
+                    value = new_edge()
+                    xor ^= value
+                    batch.add_span(stream, values, [root], value)
+                if batch.full:
+                    self._send(batch)
+            if root is not None and not self.tracker.start(root, tup_id, xor, time.monotonic()):
+                self._complete(tup_id, 0.0)  # no subscriber: nothing to wait for
+            return
+        if anchors is None:
+            anchors = (self.current,) if self.auto_anchor else ()
+        spans: list = []
+        for a in anchors:
+            span = a.span if a.__class__ is _TrackedTuple else None
+            if span is not None and (a is self.current or not self.auto_ack) and span not in spans:
+                spans.append(span)
         for t in targets:
             batch = self._batch(t)
-            if roots is None:
-                batch.add_tracked(stream, values, 0, None)
+            if len(spans) > 1:
+                batch.add_span(stream, values, *shared_span(spans))
             else:
-                edge = new_edge()
-                if self.is_spout:
-                    xor ^= edge
-                else:
-                    for a in anchors:
-                        a.ackval ^= edge
-                batch.add_tracked(stream, values, edge, roots)
-                if not self.is_spout:
-                    self.last_batch = batch
+                self._join(batch, stream, values, spans[0] if spans else None)
             if batch.full:
                 self._send(batch)
-        if self.is_spout and roots is not None:
-            if not self.tracker.start(root, tup_id, xor, time.monotonic()):
-                self._complete(tup_id, 0.0)  # no subscriber: nothing to wait for
+
+    def _join(self, batch: _Batch, stream: str, values: Any, anchor: Optional[Span]) -> None:
+        """At least once: ``values`` into ``batch``, anchored to the received span ``anchor`` (None: not
+        tracked). It joins the batch's open span if that is ``anchor``'s; else it starts one that
+        takes a share of ``anchor``'s value, and ``anchor``'s ack may ride on it."""
+        if stream != batch.stream:
+            batch.open_run(stream, True)
+        if anchor is not batch.anchor:
+            spans = batch.spans
+            if anchor is None:
+                spans += (len(batch.vals), None, 0)
+            else:
+                share = new_edge()
+                anchor.delta ^= share
+                spans += (len(batch.vals), anchor.roots, share)
+                anchor.carried = spans
+                anchor.at = len(spans) - 1
+            batch.anchor = anchor
+        batch.vals.append(values)
 
     # acking (at least once) ----------------------------------------------------------
     def ack_tuple(self, tup: Any) -> None:
-        """A bolt acks ``tup``: close its edge in each of its trees (once)."""
-        if tup.__class__ is not _TrackedTuple or tup.ackval is None:
+        """A bolt acks ``tup`` (once; under ``auto_ack`` only the tuple being processed: the others
+        are acked already)."""
+        if tup.__class__ is not _TrackedTuple:
             return
-        value = tup.ackval
-        tup.ackval = None
+        span = tup.span
+        if span is None or (self.auto_ack and tup is not self.current):
+            return
+        tup.span = None
         self.ack_count += 1
-        if tup.roots:
-            self._ack_trees(tup.roots, value, -1, None)
+        if self.auto_ack:
+            self.handled += 1  # its span is acked as a whole once process() returns
+            return
+        span.open -= 1
+        if not span.open and not span.failed:
+            self._span_acked(span)
 
-    def _ack_trees(self, roots: Any, value: int, last_task: int, acks: Any) -> tuple:
-        """Deliver the ack ``value`` to the trees ``roots``: carried by the last tuple emitted in those
-        trees while it has not been sent, else queued in the ACK batch of each root's spout task.
-
-        Carrying: that tuple's edge id becomes ``edge XOR value``, so whoever acks it delivers the
-        value too. The trees' XOR is unchanged and still needs every edge acked: if the carrier is
-        lost, its trees time out, as they would without it. A bolt that emits anchored (split)
-        then sends no ACK message of its own: only the last bolts of a tree do. Queued acks of
-        consecutive tuples of one tree (a sentence's words) XOR into one entry.
-
-        ``last_task`` and ``acks``: the last root's spout task and its ack list, kept between calls
-        (a frame's spans mostly share it; -1 and None to start): returns them.
-        """
-        last = self.last_batch
-        if last.roots is roots:  # its open span is in these trees: its last tuple is one of theirs
-            last.edges[-1] ^= value
-            return last_task, acks
-        for root in roots:
-            if root >> TASK_SHIFT != last_task:
-                last_task = root >> TASK_SHIFT
-                acks = self._ack_batch(last_task)[0]
+    def _span_acked(self, span: Span) -> None:
+        """Every tuple of ``span`` is acked: its ack rides on its last child span, or is queued for
+        the ACK frames of its roots' spout tasks (consecutive acks of one tree XOR into one entry)."""
+        if span.ride():
+            return
+        rest = span.rest()
+        for i, root in enumerate(span.roots):
+            acks = self._ack_batch(root >> TASK_SHIFT)[0]
+            value = rest if rest.__class__ is int else rest[i]
             if acks and acks[-2] == root:
                 acks[-1] ^= value
             else:
                 acks += (root, value)
-        return last_task, acks
 
     def fail_tuple(self, tup: Any) -> None:
         """A bolt fails ``tup``: its trees fail at their spouts, which replay them (once)."""
-        if tup.__class__ is not _TrackedTuple or tup.ackval is None:
+        if tup.__class__ is not _TrackedTuple:
             return
-        tup.ackval = None
+        span = tup.span
+        if span is None or (self.auto_ack and tup is not self.current):
+            return
+        tup.span = None
         self.fail_count += 1
-        for root in tup.roots or ():
-            self._ack_batch(root_task(root))[1].append(root)
+        if self.auto_ack:
+            self.handled += 1
+        if not span.failed:
+            span.failed = True
+            for root in span.roots:
+                self._ack_batch(root_task(root))[1].append(root)
 
     def _ack_batch(self, spout_task: int) -> list:
         batch = self.acks_out.get(spout_task)
@@ -655,7 +679,8 @@ class Instance:
         emits = self._emits
         inst = self
         bits = random_bits
-        auto_anchor = tracked and self.auto_anchor
+        auto_anchor = tracked and self.auto_anchor and not self.is_spout
+        join = self._join
         spout = self.is_spout
         trees = self.tracker.trees
         task_id = self.task_id
@@ -687,38 +712,37 @@ class Instance:
             else:
                 batch = batches[choose(values)]
             if tracked:
-                if spout:  # new_edge(), AckTracker.fresh_root() and start() inlined: every spout tuple's cost
-                    if tup_id is None:
-                        edge, roots = 0, None
-                    else:
-                        edge = bits(64) or 1
-                        root = task_bits | (edge & ROOT_BITS)  # the edge's random bits serve the root too
-                        entry = [tup_id, edge, clock()]
-                        if trees.setdefault(root, entry) is not entry:  # an open tree has this root
-                            root = inst.tracker.open_root(task_id, tup_id, edge, entry[2])
-                        roots = [root]
-                else:
-                    current = inst.current
-                    if auto_anchor and current is not None and current.roots and current.ackval is not None:
-                        edge = bits(64) or 1  # new_edge(), inlined
-                        current.ackval ^= edge
-                        roots = current.roots
-                        inst.last_batch = batch
-                    else:
-                        edge, roots = 0, None
-                if batch.stream == stream:
-                    if roots is not batch.roots:  # _Batch.add_tracked inlined
-                        batch.spans += (len(batch.vals), roots)
-                        batch.roots = roots
-                    batch.edges.append(edge)
-                    vals = batch.vals
-                    vals.append(values)
-                    if len(vals) >= batch.limit:
-                        send(batch)
-                else:
-                    batch.add_tracked(stream, values, edge, roots)
+                if spout and tup_id is not None:  # new_edge(), fresh_root() and start() inlined
+                    value = bits(64) or 1
+                    root = task_bits | (value & ROOT_BITS)  # the span value's random bits serve the root too
+                    entry = [tup_id, value, clock()]
+                    if trees.setdefault(root, entry) is not entry:  # an open tree has this root
+                        root = inst.tracker.open_root(task_id, tup_id, value, entry[2])
+                    batch.add_span(stream, values, [root], value)
                     if batch.full:
                         send(batch)
+                    return batch.targets
+                anchor = inst.current.span if auto_anchor else None
+                if batch.stream != stream:
+                    join(batch, stream, values, anchor)
+                    if batch.full:
+                        send(batch)
+                    return batch.targets
+                vals = batch.vals
+                if anchor is not batch.anchor:  # a new span (_join inlined): a sentence's first word
+                    spans = batch.spans
+                    if anchor is None:
+                        spans += (len(vals), None, 0)
+                    else:
+                        share = bits(64) or 1
+                        anchor.delta ^= share
+                        spans += (len(vals), anchor.roots, share)
+                        anchor.carried = spans
+                        anchor.at = len(spans) - 1
+                    batch.anchor = anchor
+                vals.append(values)
+                if len(vals) >= batch.limit:
+                    send(batch)
             elif batch.stream == stream:
                 vals = batch.vals
                 vals.append(values)
@@ -732,8 +756,14 @@ class Instance:
 
     # batches ---------------------------------------------------------------------
     def _send(self, batch: _Batch) -> None:
-        """The batch leaves as one DATA frame (into ``self.out``)."""
+        """The batch leaves as one DATA frame (into ``self.out``).
+
+        At least once, its runs' span lists are emptied once packed: a ``Span`` whose last child
+        span was in them sees that its ack can no longer ride (``Span.ride``)."""
         self.out += data_frame(batch.dest, self._packb([self.task_id, batch.runs]), batch.count())
+        if self.reliable:
+            for run in batch.runs:
+                run[2].clear()
         batch.clear()
 
     def flush_all(self) -> None:
@@ -792,43 +822,67 @@ class Instance:
         self.consumed += done
 
     def _on_tracked(self, src: int, comp: str, runs: list, arrived: float) -> int:
-        """``on_data`` at least once: each tuple with its tree ids, anchored, acked and failed as the bolt says.
+        """``on_data`` at least once: each tuple in its ``Span``, anchored, acked and failed as the bolt says.
 
-        The automatic acks of a span's tuples (one sentence's words) share their roots: they are
-        XORed into one value and queued once per root, not once per tuple.
+        Under ``auto_ack`` a span is acked as a whole once process() has returned for its last
+        tuple: its value goes out once, not once per tuple; the tuples the bolt acked or failed
+        itself are not acked again. (``Span.ride`` and ``_span_acked`` are inlined for a span of one
+        root: this loop is every tuple's cost.)
         """
         process = self.component.process
         make = _TrackedTuple
         clock = time.perf_counter
         auto_ack, auto_fail = self.auto_ack, self.auto_fail
-        last_task, acks = -1, None  # the ack batch of the last root's spout task
-        done = acked = 0
+        last_task, acks = -1, None  # the ACK list of the last spout task acked to
+        done = 0
+        handled = self.handled
         t_start = clock()
-        for stream, vals, edges, spans in runs:
+        for stream, vals, spans in runs:
             source = self.sources.get((src, stream))
             if source is None:
                 source = self.sources[src, stream] = TupleSource(comp, stream, src,
                                                                  self.fields_of.get((comp, stream), ()))
             n = len(vals)
-            spans = iter(spans)
-            next(spans)  # the first span starts at 0
-            roots = next(spans)
-            span_end = next(spans, n)
-            xor = i = 0
-            for v, edge in zip(vals, edges):  # one loop over the run; spans end by index
+            vals.append(_END)
+            k = span_end = 0  # spans[k:k + 3]: the next span's start, roots and value
+            span = None
+            for i, v in enumerate(vals):  # one loop over the run; spans end by index
                 if i == span_end:
-                    if xor and roots:
-                        last_task, acks = self._ack_trees(roots, xor, last_task, acks)
-                    xor = 0
-                    roots = next(spans)
-                    span_end = next(spans, n)
-                i += 1
+                    if span is not None and auto_ack and not span.failed:  # its tuples are all acked
+                        value = span.value
+                        if value.__class__ is not int or len(span.roots) != 1:
+                            self._span_acked(span)
+                        else:
+                            value ^= span.delta
+                            carried = span.carried
+                            if carried is not None and len(carried) > span.at:
+                                carried[span.at] ^= value  # rides on its child span
+                            else:
+                                root = span.roots[0]
+                                if root >> TASK_SHIFT != last_task:
+                                    last_task = root >> TASK_SHIFT
+                                    acks = self._ack_batch(last_task)[0]
+                                if acks and acks[-2] == root:
+                                    acks[-1] ^= value
+                                else:
+                                    acks += (root, value)
+                    if v is _END:
+                        break
+                    roots = spans[k + 1]
+                    if roots is None:
+                        span = None
+                    else:
+                        span = Span()
+                        span.roots = roots
+                        span.value = spans[k + 2]
+                    k += 3
+                    span_end = spans[k] if k < len(spans) else n
+                    if span is not None and not auto_ack:
+                        span.open = span_end - i
                 tup = make()
                 tup.values = v
                 tup.source = source
-                tup.roots = roots
-                tup.id = edge or None
-                tup.ackval = edge
+                tup.span = span
                 self.current = tup
                 try:
                     process(tup)
@@ -838,18 +892,10 @@ class Instance:
                     FAILED_TUPLES.warning("task %d: process() raised; the tuple fails and its tree is "
                                           "replayed", self.task_id, exc_info=True)
                     self.fail_tuple(tup)
-                else:
-                    if auto_ack:  # ack_tuple inlined: this is every tuple's cost
-                        value = tup.ackval
-                        if value is not None:
-                            tup.ackval = None
-                            xor ^= value
-                            acked += 1
-            if xor and roots:
-                last_task, acks = self._ack_trees(roots, xor, last_task, acks)
             done += n
-        self.current = None
-        self.ack_count += acked
+        self.current = IDLE
+        if auto_ack:
+            self.ack_count += done - (self.handled - handled)
         self._account(done, t_start, clock(), arrived)
         return done
 

@@ -285,7 +285,7 @@ class Six(Bolt):
             self.emit([7, copy])  # field grouping on n: all to one sink task
 
 
-def test_tuples_anchored_to_one_input_share_a_span_and_their_acks_are_one_xor():
+def test_tuples_anchored_to_one_input_share_a_span_and_their_acks_are_one_value():
     import msgpack
 
     ids = Ids(1)
@@ -293,21 +293,62 @@ def test_tuples_anchored_to_one_input_share_a_span_and_their_acks_are_one_xor():
     spout = _spout(w)
     spout.spout_burst()
     (frame,), _ = _one_hop(w, 2)
+    (sent,) = msgpack.unpackb(frame[13:])[1]
+    assert len(sent) == 3 and len(sent[2]) == 3, "a spout tuple with an id: one span"
+    spout_value = sent[2][2]
     w.tasks[1].on_data(frame, 0.0)
     (data,), acks = _one_hop(w, 1)
     (run,) = msgpack.unpackb(data[13:])[1]
-    stream, vals, edges, spans = run
-    assert len(vals) == len(edges) == 6 and len(set(edges)) == 6 and 0 not in edges
-    assert len(spans) == 2 and spans[0] == 0 and root_task(spans[1][0]) == 2, "one span, the spout's tree"
-    assert acks == [], "the bolt's own ack is carried by its last child (not sent yet when it was acked)"
+    stream, vals, spans = run
+    assert len(vals) == 6 and len(spans) == 3, "six tuples anchored to one input: one span, no per-tuple id"
+    assert spans[0] == 0 and root_task(spans[1][0]) == 2, "in the spout's tree"
+    assert acks == [], "the bolt's own ack rides on its child span (not sent yet when it was acked)"
+    assert spans[2] == spout_value, "one child span carrying the bolt's ack: its value is the input's"
     sink = frame_dest(data)
     w.tasks[sink].on_data(data, 0.0)
     _, (sink_acks,) = _one_hop(w, sink)
     _src, pairs, fails = msgpack.unpackb(sink_acks[13:])
-    assert len(pairs) == 2 and fails == [], "six tuples of one tree: one ack entry"
-    assert pairs[1] == edges[0] ^ edges[1] ^ edges[2] ^ edges[3] ^ edges[4] ^ edges[5]
+    assert pairs == [spans[1][0], spans[2]] and fails == [], "six tuples of one span: one ack entry"
     spout.on_acks(sink_acks)
     assert ids.acked == [0]
+
+
+def test_a_tuple_anchored_to_several_spans_of_one_tree_stays_in_it():
+    """Storm gives such a tuple one edge id, XORed into each anchor's ack: in a tree that two
+    anchors share it cancels, so the tuple escapes the tree. Each anchor span gives its own share."""
+    from squall.runtime.acking import Span, shared_span
+
+    tracker = AckTracker(timeout=30)
+    root, other = new_root(2), new_root(2)
+    first, second = Span(), Span()
+    first.roots, first.value = [root], 0x1111
+    second.roots, second.value = [root, other], 0x2222
+    tracker.start(root, "r", 0x1111 ^ 0x2222, now=0.0)
+    tracker.start(other, "o", 0x2222, now=0.0)
+    roots, values = shared_span([first, second])
+    assert sorted(roots) == sorted([root, other]) and 0 not in values
+    assert tracker.ack_all([root, first.rest(), root, second.rest(), other, second.rest()], now=1.0) == ([], 0.0), \
+        "the anchors acked, their child is not: both trees stay open"
+    done, _ = tracker.ack_all([r for pair in zip(roots, values) for r in pair], now=2.0)
+    assert sorted(done) == ["o", "r"]
+
+
+def test_a_tuple_anchored_twice_to_one_input_is_tracked_once():
+    class Twice(Double):
+        def process(self, tup):
+            self.emit([tup["n"], 0], anchors=[tup, tup])
+
+    ids = Ids(3)
+    w = Wiring(ids, Twice(), [Sink(), Sink()])
+    w.lost = {3, 4}
+    _spout(w).spout_burst()
+    w.pump()
+    assert ids.acked == [] and len(_spout(w).tracker) == 3, "the lost children keep their trees open"
+    w.lost = set()
+    ids.todo = [5]
+    _spout(w).spout_burst()
+    w.pump()
+    assert ids.acked == [5]
 
 
 def test_an_ack_whose_carrier_has_left_is_sent_and_a_lost_carrier_fails_the_tree():
