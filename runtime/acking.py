@@ -51,7 +51,7 @@ def root_task(root: int) -> int:
     return root >> TASK_SHIFT
 
 
-def new_edge() -> int:
+def new_value() -> int:
     """A random, non-zero 64-bit value: a span's, or a share of one."""
     return random_bits(64) or 1
 
@@ -66,18 +66,20 @@ class Span:
     own ack can *ride* on it instead of going out in an ACK frame. ``open`` counts the tuples not
     acked or failed yet, for bolts that ack themselves (``auto_ack`` off).
 
-    No ``__slots__``: the class's defaults make a new span two stores, and a bolt makes one per
-    span it receives (about two a sentence in word count).
+    A bolt makes one per span it receives (about two a sentence in word count):
+    ``Instance._on_tracked`` inlines ``__init__``.
     """
 
-    delta = 0
-    carried: Optional[list] = None
-    at = 0
-    open = 0
-    failed = False
+    __slots__ = ("roots", "value", "delta", "carried", "at", "open", "failed")
 
-    roots: list
-    value: Any
+    def __init__(self, roots: list, value: Any, tuples: int = 0) -> None:
+        self.roots = roots
+        self.value = value
+        self.delta = 0
+        self.carried: Optional[list] = None
+        self.at = 0
+        self.open = tuples
+        self.failed = False
 
     def rest(self) -> Any:
         """What the span's ack sends: its value XOR the shares its children took."""
@@ -111,7 +113,7 @@ def shared_span(anchors: list) -> tuple:
     """
     values: dict = {}
     for span in anchors:
-        share = new_edge()
+        share = new_value()
         span.delta ^= share
         for root in span.roots:
             values[root] = values.get(root, 0) ^ share

@@ -47,7 +47,7 @@ import msgpack
 
 from squall.component import SYSTEM_COMPONENT, TICK_STREAM, Tuple, TupleSource
 from squall.idl import schema
-from squall.runtime.acking import ROOT_BITS, TASK_SHIFT, AckTracker, Span, new_edge, random_bits, root_task, shared_span
+from squall.runtime.acking import ROOT_BITS, TASK_SHIFT, AckTracker, Span, new_value, random_bits, root_task, shared_span
 from squall.runtime.metrics_sender import BlockingMetricsSender
 from squall.runtime.protocol import (ACK, CONTROL, DATA, DATA_HEADER_SIZE, BlockingConnection, ProtocolError,
                                      RateLimitedLog, control_frame, data_frame, decode_control, frame_count)
@@ -96,6 +96,7 @@ class _TrackedTuple(Tuple):
 
 IDLE = _TrackedTuple()  # ``Instance.current`` outside process(): nothing to anchor to
 IDLE.span = None
+new_span = object.__new__
 _END = object()  # appended to a received run: its last span ends there
 NO_ANCHOR = object()  # a batch's open span takes no more tuples (a spout's, one anchored to several inputs)
 
@@ -207,6 +208,7 @@ class Instance:
         self.acks_out: dict = {}  # spout task -> [[root, value, root, value, ...], [failed root, ...]]
         self.current: Any = IDLE  # the tuple process() is running on (auto_anchor)
         self.handled = 0  # tuples a bolt acked or failed itself under auto_ack (not acked again)
+        self.spout_task: Optional[int] = None  # the plan's only spout task, if it has one
         self.auto_anchor = self.auto_ack = self.auto_fail = False  # a bolt's class says, at least once
         self.throttled = False  # the stream manager asked this spout to stop emitting
         self.throttled_at = 0.0
@@ -393,6 +395,9 @@ class Instance:
                         lambda key, key_task=key_task: self.batches[key_task(key)])
                 self.fast_routes[name] = (fields, key_index, key_batches, key_miss, next_task, choose)
         self.sources.clear()
+        spout_tasks = [t for c in self.topology.components if c.kind == schema.ComponentKind.SPOUT
+                       for t in component_tasks.get(c.name, ())]
+        self.spout_task = spout_tasks[0] if len(spout_tasks) == 1 else None  # then every root is its
         self.plan = pplan
         active = pplan.status == schema.TopologyStatus.RUNNING
         if not self.initialized:
@@ -443,7 +448,7 @@ class Instance:
                 if root is None:
                     self._join(batch, stream, values, None)
                 else:
-                    value = new_edge()
+                    value = new_value()
                     xor ^= value
                     batch.add_span(stream, values, [root], value)
                 if batch.full:
@@ -478,7 +483,7 @@ class Instance:
             if anchor is None:
                 spans += (len(batch.vals), None, 0)
             else:
-                share = new_edge()
+                share = new_value()
                 anchor.delta ^= share
                 spans += (len(batch.vals), anchor.roots, share)
                 anchor.carried = spans
@@ -510,13 +515,23 @@ class Instance:
         if span.ride():
             return
         rest = span.rest()
-        for i, root in enumerate(span.roots):
-            acks = self._ack_batch(root >> TASK_SHIFT)[0]
-            value = rest if rest.__class__ is int else rest[i]
-            if acks and acks[-2] == root:
-                acks[-1] ^= value
+        if rest.__class__ is int:
+            self._queue_acks([x for root in span.roots for x in (root, rest)])
+        else:
+            self._queue_acks([x for pair in zip(span.roots, rest) for x in pair])
+
+    def _queue_acks(self, pairs: list) -> None:
+        """Acks ``[root, value, ...]`` into the ACK batches of their roots' spout tasks (with one spout
+        task in the plan, every root is its; one whose task left the plan is ignored there)."""
+        if self.spout_task is not None:
+            self._ack_batch(self.spout_task)[0].extend(pairs)
+            return
+        for i in range(0, len(pairs), 2):
+            acks = self._ack_batch(pairs[i] >> TASK_SHIFT)[0]
+            if acks and acks[-2] == pairs[i]:
+                acks[-1] ^= pairs[i + 1]
             else:
-                acks += (root, value)
+                acks += (pairs[i], pairs[i + 1])
 
     def fail_tuple(self, tup: Any) -> None:
         """A bolt fails ``tup``: its trees fail at their spouts, which replay them (once)."""
@@ -712,14 +727,20 @@ class Instance:
             else:
                 batch = batches[choose(values)]
             if tracked:
-                if spout and tup_id is not None:  # new_edge(), fresh_root() and start() inlined
+                if spout and tup_id is not None:  # new_value(), fresh_root() and start() inlined
                     value = bits(64) or 1
                     root = task_bits | (value & ROOT_BITS)  # the span value's random bits serve the root too
                     entry = [tup_id, value, clock()]
                     if trees.setdefault(root, entry) is not entry:  # an open tree has this root
                         root = inst.tracker.open_root(task_id, tup_id, value, entry[2])
-                    batch.add_span(stream, values, [root], value)
-                    if batch.full:
+                    if batch.stream != stream:
+                        batch.open_run(stream, True)
+                    vals = batch.vals
+                    spans = batch.spans
+                    spans += (len(vals), [root], value)  # _Batch.add_span inlined
+                    batch.anchor = NO_ANCHOR
+                    vals.append(values)
+                    if len(vals) >= batch.limit:
                         send(batch)
                     return batch.targets
                 anchor = inst.current.span if auto_anchor else None
@@ -833,7 +854,8 @@ class Instance:
         make = _TrackedTuple
         clock = time.perf_counter
         auto_ack, auto_fail = self.auto_ack, self.auto_fail
-        last_task, acks = -1, None  # the ACK list of the last spout task acked to
+        pairs: list = []  # [root, value, ...]: acks of this frame's spans that do not ride
+        last_root = None
         done = 0
         handled = self.handled
         t_start = clock()
@@ -853,32 +875,31 @@ class Instance:
                         if value.__class__ is not int or len(span.roots) != 1:
                             self._span_acked(span)
                         else:
-                            value ^= span.delta
+                            if span.delta:
+                                value ^= span.delta
                             carried = span.carried
                             if carried is not None and len(carried) > span.at:
                                 carried[span.at] ^= value  # rides on its child span
+                            elif span.roots[0] == last_root:
+                                pairs[-1] ^= value
                             else:
-                                root = span.roots[0]
-                                if root >> TASK_SHIFT != last_task:
-                                    last_task = root >> TASK_SHIFT
-                                    acks = self._ack_batch(last_task)[0]
-                                if acks and acks[-2] == root:
-                                    acks[-1] ^= value
-                                else:
-                                    acks += (root, value)
+                                last_root = span.roots[0]
+                                pairs += (last_root, value)
                     if v is _END:
                         break
                     roots = spans[k + 1]
-                    if roots is None:
-                        span = None
-                    else:
-                        span = Span()
-                        span.roots = roots
-                        span.value = spans[k + 2]
                     k += 3
                     span_end = spans[k] if k < len(spans) else n
-                    if span is not None and not auto_ack:
+                    if roots is None:
+                        span = None
+                    else:  # Span(roots, value, span_end - i), inlined
+                        span = new_span(Span)
+                        span.roots = roots
+                        span.value = spans[k - 1]
+                        span.delta = span.at = 0
+                        span.carried = None
                         span.open = span_end - i
+                        span.failed = False
                 tup = make()
                 tup.values = v
                 tup.source = source
@@ -894,6 +915,8 @@ class Instance:
                     self.fail_tuple(tup)
             done += n
         self.current = IDLE
+        if pairs:
+            self._queue_acks(pairs)
         if auto_ack:
             self.ack_count += done - (self.handled - handled)
         self._account(done, t_start, clock(), arrived)

@@ -6,7 +6,7 @@ import pytest
 from squall import Bolt, Spout
 from squall.idl import schema
 from squall.loader import load_topology_file
-from squall.runtime.acking import AckTracker, new_edge, new_root, root_task
+from squall.runtime.acking import AckTracker, new_value, new_root, root_task
 from squall.runtime.instance import Instance
 from squall.runtime.protocol import ACK, CONTROL, DATA, FrameReader, decode_control, frame_dest
 
@@ -37,7 +37,7 @@ def test_fail_and_expiry_hand_the_id_back_once_oldest_first():
 def test_roots_name_their_spout_task_and_ids_are_never_zero():
     roots = {new_root(513) for _ in range(1000)}
     assert len(roots) == 1000 and all(root_task(r) == 513 for r in roots)
-    assert all(new_edge() != 0 for _ in range(1000))
+    assert all(new_value() != 0 for _ in range(1000))
 
 
 class Wiring:
@@ -320,9 +320,7 @@ def test_a_tuple_anchored_to_several_spans_of_one_tree_stays_in_it():
 
     tracker = AckTracker(timeout=30)
     root, other = new_root(2), new_root(2)
-    first, second = Span(), Span()
-    first.roots, first.value = [root], 0x1111
-    second.roots, second.value = [root, other], 0x2222
+    first, second = Span([root], 0x1111), Span([root, other], 0x2222)
     tracker.start(root, "r", 0x1111 ^ 0x2222, now=0.0)
     tracker.start(other, "o", 0x2222, now=0.0)
     roots, values = shared_span([first, second])
