@@ -41,6 +41,8 @@ import signal
 import socket
 import termios
 import time
+from itertools import chain
+from operator import itemgetter
 from typing import Any, Optional
 
 import msgpack
@@ -79,10 +81,21 @@ class _ReceivedTuple(Tuple):
     roots = None
 
 
+class _AutoAckedTuple(Tuple):
+    """A received tuple at least once, under ``auto_ack``: its ``roots`` (None: not tracked). Only the
+    tuple being processed can still be acked, failed or anchored to (``Instance.current``), so its
+    span is the instance's (``Instance.open_span``). Tuples have no id of their own on the wire.
+    """
+
+    __slots__ = ()
+    __init__ = object.__init__  # type: ignore[assignment]
+    id = None
+
+
 class _TrackedTuple(Tuple):
-    """A received tuple at least once: ``span``, the ``Span`` it came in (None when it is not
-    tracked, or once the bolt acked or failed it: a second ack or fail is ignored). Tuples have no
-    id of their own on the wire (``id`` is None); ``roots`` names their trees.
+    """A received tuple at least once, for a bolt that acks itself (``auto_ack`` off): ``span``, the
+    ``Span`` it came in (None when it is not tracked, or once the bolt acked or failed it: a second
+    ack or fail is ignored). ``roots`` names its trees.
     """
 
     __slots__ = ("span",)
@@ -94,9 +107,8 @@ class _TrackedTuple(Tuple):
         return None if self.span is None else self.span.roots
 
 
-IDLE = _TrackedTuple()  # ``Instance.current`` outside process(): nothing to anchor to
+IDLE = _TrackedTuple()  # ``Instance.current`` outside process(), or once the bolt acked or failed it
 IDLE.span = None
-new_span = object.__new__
 _END = object()  # appended to a received run: its last span ends there
 NO_ANCHOR = object()  # a batch's open span takes no more tuples (a spout's, one anchored to several inputs)
 
@@ -186,6 +198,26 @@ class _Timers:
         return min(self.next_flush, self.next_metrics, self.next_tick, self.next_expire)
 
 
+def _untouched_acks(spans: list, touched: list) -> list:
+    """``[root, value, ...]``: the acks of a received run's spans that never got a ``Span`` (acked
+    whole: each sends its value as it came), leaving out those that start at an index in
+    ``touched``. At C speed when every span has one root, the common case."""
+    if len(touched) * 3 == len(spans):
+        return []
+    roots, values = spans[1::3], spans[2::3]
+    if not touched and None not in roots and sum(map(len, roots)) == len(roots) and list not in set(map(type, values)):
+        return list(chain.from_iterable(zip(map(itemgetter(0), roots), values)))
+    pairs: list = []
+    skip = set(touched)
+    for k in range(0, len(spans), 3):
+        if spans[k + 1] is None or k in skip:
+            continue
+        value = spans[k + 2]
+        for i, root in enumerate(spans[k + 1]):
+            pairs += (root, value if value.__class__ is int else value[i])
+    return pairs
+
+
 class Instance:
     """One task's state: its component, routes, batches and counters."""
 
@@ -208,6 +240,12 @@ class Instance:
         self.acks_out: dict = {}  # spout task -> [[root, value, root, value, ...], [failed root, ...]]
         self.current: Any = IDLE  # the tuple process() is running on (auto_anchor)
         self.handled = 0  # tuples a bolt acked or failed itself under auto_ack (not acked again)
+        # under auto_ack, the received span being processed: its roots and value, its Span once
+        # something needed one (an anchored emit, a fail), and the Span auto_anchor emits join now
+        self.span_roots: Optional[list] = None
+        self.span_value: Any = 0
+        self.span: Optional[Span] = None
+        self.anchor_span: Optional[Span] = None
         self.spout_task: Optional[int] = None  # the plan's only spout task, if it has one
         self.auto_anchor = self.auto_ack = self.auto_fail = False  # a bolt's class says, at least once
         self.throttled = False  # the stream manager asked this spout to stop emitting
@@ -460,8 +498,11 @@ class Instance:
             anchors = (self.current,) if self.auto_anchor else ()
         spans: list = []
         for a in anchors:
-            span = a.span if a.__class__ is _TrackedTuple else None
-            if span is not None and (a is self.current or not self.auto_ack) and span not in spans:
+            if self.auto_ack:
+                span = self.open_span() if a is self.current and a is not IDLE else None
+            else:
+                span = a.span if a.__class__ is _TrackedTuple else None
+            if span is not None and span not in spans:
                 spans.append(span)
         for t in targets:
             batch = self._batch(t)
@@ -492,19 +533,41 @@ class Instance:
         batch.vals.append(values)
 
     # acking (at least once) ----------------------------------------------------------
+    def open_span(self) -> Optional[Span]:
+        """Under ``auto_ack``: the ``Span`` of the received span being processed (None: not tracked),
+        made the first time something needs it (most spans never do: a sink's)."""
+        if self.span is None and self.span_roots is not None:
+            self.span = Span(self.span_roots, self.span_value)
+        return self.span
+
+    def anchor(self) -> Optional[Span]:
+        """Under ``auto_ack``: the span auto_anchor emits join, while the tuple being processed has
+        not been acked or failed (Storm's rule: anchor before you ack)."""
+        if self.current is IDLE:
+            return None
+        span = self.span
+        if span is None:  # open_span() inlined: a split's every input
+            if self.span_roots is None:
+                return None
+            span = self.span = Span(self.span_roots, self.span_value)
+        self.anchor_span = span
+        return span
+
     def ack_tuple(self, tup: Any) -> None:
-        """A bolt acks ``tup`` (once; under ``auto_ack`` only the tuple being processed: the others
-        are acked already)."""
-        if tup.__class__ is not _TrackedTuple:
+        """A bolt acks ``tup``, once. Under ``auto_ack`` only the tuple being processed counts (the
+        others are acked already), and its span is acked as a whole once process() returns."""
+        if self.auto_ack:
+            if tup is self.current and tup is not IDLE:
+                self.current = IDLE
+                self.anchor_span = None
+                self.ack_count += 1
+                self.handled += 1
+            return
+        if tup.__class__ is not _TrackedTuple or tup.span is None:
             return
         span = tup.span
-        if span is None or (self.auto_ack and tup is not self.current):
-            return
         tup.span = None
         self.ack_count += 1
-        if self.auto_ack:
-            self.handled += 1  # its span is acked as a whole once process() returns
-            return
         span.open -= 1
         if not span.open and not span.failed:
             self._span_acked(span)
@@ -534,16 +597,25 @@ class Instance:
                 acks += (pairs[i], pairs[i + 1])
 
     def fail_tuple(self, tup: Any) -> None:
-        """A bolt fails ``tup``: its trees fail at their spouts, which replay them (once)."""
-        if tup.__class__ is not _TrackedTuple:
-            return
-        span = tup.span
-        if span is None or (self.auto_ack and tup is not self.current):
-            return
-        tup.span = None
-        self.fail_count += 1
+        """A bolt fails ``tup``: its trees fail at their spouts, which replay them (once; under
+        ``auto_ack`` only the tuple being processed can fail)."""
         if self.auto_ack:
+            if tup is not self.current or tup is IDLE:
+                return
+            self.current = IDLE
+            self.anchor_span = None
             self.handled += 1
+            self.fail_count += 1
+            span = self.open_span()
+        elif tup.__class__ is not _TrackedTuple:
+            return
+        else:
+            span = tup.span
+            tup.span = None
+        if span is None:
+            return
+        if not self.auto_ack:
+            self.fail_count += 1
         if not span.failed:
             span.failed = True
             for root in span.roots:
@@ -695,6 +767,7 @@ class Instance:
         inst = self
         bits = random_bits
         auto_anchor = tracked and self.auto_anchor and not self.is_spout
+        auto_ack = self.auto_ack
         join = self._join
         spout = self.is_spout
         trees = self.tracker.trees
@@ -743,7 +816,12 @@ class Instance:
                     if len(vals) >= batch.limit:
                         send(batch)
                     return batch.targets
-                anchor = inst.current.span if auto_anchor else None
+                if not auto_anchor:
+                    anchor = None
+                elif auto_ack:
+                    anchor = inst.anchor_span or inst.anchor()
+                else:
+                    anchor = inst.current.span
                 if batch.stream != stream:
                     join(batch, stream, values, anchor)
                     if batch.full:
@@ -843,64 +921,89 @@ class Instance:
         self.consumed += done
 
     def _on_tracked(self, src: int, comp: str, runs: list, arrived: float) -> int:
-        """``on_data`` at least once: each tuple in its ``Span``, anchored, acked and failed as the bolt says.
-
-        Under ``auto_ack`` a span is acked as a whole once process() has returned for its last
-        tuple: its value goes out once, not once per tuple; the tuples the bolt acked or failed
-        itself are not acked again. (``Span.ride`` and ``_span_acked`` are inlined for a span of one
-        root: this loop is every tuple's cost.)
-        """
-        process = self.component.process
-        make = _TrackedTuple
-        clock = time.perf_counter
-        auto_ack, auto_fail = self.auto_ack, self.auto_fail
-        pairs: list = []  # [root, value, ...]: acks of this frame's spans that do not ride
-        last_root = None
-        done = 0
+        """``on_data`` at least once: each tuple in its span, anchored, acked and failed as the bolt says."""
+        t_start = time.perf_counter()
         handled = self.handled
-        t_start = clock()
+        done = 0
         for stream, vals, spans in runs:
             source = self.sources.get((src, stream))
             if source is None:
                 source = self.sources[src, stream] = TupleSource(comp, stream, src,
                                                                  self.fields_of.get((comp, stream), ()))
-            n = len(vals)
-            vals.append(_END)
-            k = span_end = 0  # spans[k:k + 3]: the next span's start, roots and value
-            span = None
-            for i, v in enumerate(vals):  # one loop over the run; spans end by index
-                if i == span_end:
-                    if span is not None and auto_ack and not span.failed:  # its tuples are all acked
-                        value = span.value
-                        if value.__class__ is not int or len(span.roots) != 1:
-                            self._span_acked(span)
+            done += len(vals)
+            if self.auto_ack:
+                self._run_auto_acked(source, vals, spans)
+            else:
+                self._run_acked_by_bolt(source, vals, spans)
+        if self.auto_ack:
+            self.ack_count += done - (self.handled - handled)
+        self._account(done, t_start, time.perf_counter(), arrived)
+        return done
+
+    def _run_auto_acked(self, source: TupleSource, vals: list, spans: list) -> None:
+        """One received run under ``auto_ack``: a span is acked as a whole once process() has returned
+        for its last tuple, its value sent once, not once per tuple.
+
+        Only the tuple being processed can be acked, failed or anchored to, so a span needs a
+        ``Span`` only when the bolt does one of these (``open_span``): a sink's spans never do,
+        and their acks are gathered after the run at C speed (``_untouched_acks``). A span that has
+        one is acked at its end, where its ack can still ride on its last child span. This loop is
+        every tuple's cost.
+        """
+        process = self.component.process
+        make = _AutoAckedTuple
+        auto_fail = self.auto_fail
+        n = len(vals)
+        vals.append(_END)
+        k = span_end = 0  # spans[k:k + 3]: the next span's start, roots and value
+        roots = None
+        touched: list = []  # where in ``spans`` the spans that got a Span start (acked here)
+        for i, v in enumerate(vals):  # one loop over the run; spans end by index
+            if i == span_end:
+                span = self.span
+                if span is not None:
+                    touched.append(k - 3)
+                    if not span.failed:
+                        value, carried = span.value, span.carried
+                        if carried is not None and len(carried) > span.at and value.__class__ is int:
+                            carried[span.at] ^= value ^ span.delta  # Span.ride inlined: a split's every input
                         else:
-                            if span.delta:
-                                value ^= span.delta
-                            carried = span.carried
-                            if carried is not None and len(carried) > span.at:
-                                carried[span.at] ^= value  # rides on its child span
-                            elif span.roots[0] == last_root:
-                                pairs[-1] ^= value
-                            else:
-                                last_root = span.roots[0]
-                                pairs += (last_root, value)
-                    if v is _END:
-                        break
-                    roots = spans[k + 1]
-                    k += 3
-                    span_end = spans[k] if k < len(spans) else n
-                    if roots is None:
-                        span = None
-                    else:  # Span(roots, value, span_end - i), inlined
-                        span = new_span(Span)
-                        span.roots = roots
-                        span.value = spans[k - 1]
-                        span.delta = span.at = 0
-                        span.carried = None
-                        span.open = span_end - i
-                        span.failed = False
-                tup = make()
+                            self._span_acked(span)
+                if v is _END:
+                    break
+                roots = self.span_roots = spans[k + 1]
+                self.span_value = spans[k + 2]
+                self.span = self.anchor_span = None
+                k += 3
+                span_end = spans[k] if k < len(spans) else n
+            tup = make()
+            tup.values = v
+            tup.source = source
+            tup.roots = roots
+            self.current = tup
+            try:
+                process(tup)
+            except Exception:
+                if not auto_fail:
+                    raise
+                self._process_raised(tup)
+        self.current = IDLE
+        self.span_roots = self.span = self.anchor_span = None
+        pairs = _untouched_acks(spans, touched)
+        if pairs:
+            self._queue_acks(pairs)
+
+    def _run_acked_by_bolt(self, source: TupleSource, vals: list, spans: list) -> None:
+        """One received run for a bolt that acks itself: each tuple holds its ``Span``, which is
+        acked once the bolt has acked every tuple in it."""
+        process = self.component.process
+        auto_fail = self.auto_fail
+        for k in range(0, len(spans), 3):
+            start, roots = spans[k], spans[k + 1]
+            end = spans[k + 3] if k + 3 < len(spans) else len(vals)
+            span = None if roots is None else Span(roots, spans[k + 2], end - start)
+            for v in vals[start:end]:
+                tup = _TrackedTuple()
                 tup.values = v
                 tup.source = source
                 tup.span = span
@@ -910,17 +1013,14 @@ class Instance:
                 except Exception:
                     if not auto_fail:
                         raise
-                    FAILED_TUPLES.warning("task %d: process() raised; the tuple fails and its tree is "
-                                          "replayed", self.task_id, exc_info=True)
-                    self.fail_tuple(tup)
-            done += n
+                    self._process_raised(tup)
         self.current = IDLE
-        if pairs:
-            self._queue_acks(pairs)
-        if auto_ack:
-            self.ack_count += done - (self.handled - handled)
-        self._account(done, t_start, clock(), arrived)
-        return done
+
+    def _process_raised(self, tup: Any) -> None:
+        """``auto_fail``: the tuple fails, and its trees are replayed."""
+        FAILED_TUPLES.warning("task %d: process() raised; the tuple fails and its tree is replayed",
+                              self.task_id, exc_info=True)
+        self.fail_tuple(tup)
 
     def tick(self) -> None:
         self.component.process_tick(Tuple(None, SYSTEM_COMPONENT, TICK_STREAM, -1, [], ()))

@@ -237,12 +237,11 @@ def test_a_tuple_anchored_to_several_inputs_completes_every_tree_only_when_acked
     assert sorted(sinks[0].seen + sinks[1].seen) == [(1, 0), (1, 1), (203, 0), (203, 1)]
 
 
-def test_emits_anchored_to_an_acked_tuple_are_not_in_its_tree():
+@pytest.mark.parametrize("auto_ack", [False, True])
+def test_emits_anchored_to_an_acked_tuple_are_not_in_its_tree(auto_ack):
     """Storm's rule: anchor before you ack. An acked anchor anchors nothing; its tree completes
     without waiting for the late tuple."""
     class AckFirst(Bolt):
-        auto_ack = False
-
         def initialize(self, config, context):
             pass
 
@@ -251,6 +250,7 @@ def test_emits_anchored_to_an_acked_tuple_are_not_in_its_tree():
             self.emit([tup["n"], 0], anchors=[tup])  # explicit anchor, after the ack
             self.emit([tup["n"], 1])  # auto_anchor, after the ack
 
+    AckFirst.auto_ack = auto_ack
     ids, sinks = Ids(3), [Sink(), Sink()]
     w = Wiring(ids, AckFirst(), sinks)
     spout = _spout(w)
