@@ -20,7 +20,9 @@ Runtime section (this file's first part):
   costs) and 5000 (trees in flight capped: throughput is then at most the cap
   over the complete latency); words/s as a ratio to at most once (median
   over rounds); then at half the unlimited run's saturated rate (cap 5000),
-  the complete latency (emit -> the whole tree acked) p50/p99.
+  the complete latency (emit -> the whole tree acked) p50/p99; and the CPU
+  time per word of each kind of process (all its processes' CPU over the
+  measured window, over the words counted), median over rounds.
 - stream manager forwarding: one real stream manager (squall.runtime.stmgr,
   in its own process) fed by a real feeder process over loopback with DATA
   frames of --batch small tuples, forwarding them to a sink process; frames
@@ -244,11 +246,14 @@ CAPPED = RELIABLE + ("topology.max.spout.pending=5000",)
 def at_least_once(wordcount_e2e: Any) -> None:
     """At least once against at most once, run in alternation; complete latency at half load."""
     ratios: dict = {"uncapped": [], "capped": []}
+    cpu: dict = {"most": [], "least": []}  # per round: CPU µs per word of each kind of process
     rates = []
     for r in range(ARGS.rounds):
         most = wordcount_e2e.run(ARGS.seconds * 2)
         least = wordcount_e2e.run(ARGS.seconds * 2, 4.0, *UNCAPPED)
         capped = wordcount_e2e.run(ARGS.seconds * 2, 4.0, *CAPPED)
+        cpu["most"].append(most["cpu_us_per_word"])
+        cpu["least"].append(least["cpu_us_per_word"])
         ratios["uncapped"].append(least["words_per_sec"] / most["words_per_sec"])
         ratios["capped"].append(capped["words_per_sec"] / most["words_per_sec"])
         rates.append(least["words_per_sec"])
@@ -259,6 +264,10 @@ def at_least_once(wordcount_e2e: Any) -> None:
         rs = sorted(ratios[name])
         print(f"at-least-once word count ({what}), {ARGS.rounds} rounds: median {statistics.median(rs):.2f}x "
               f"at most once (rounds {rs[0]:.2f}x-{rs[-1]:.2f}x)")
+    for kind in ("sentence", "split", "count", "stmgr"):
+        most_cpu = statistics.median(c.get(kind, 0.0) for c in cpu["most"])
+        least_cpu = statistics.median(c.get(kind, 0.0) for c in cpu["least"])
+        print(f"CPU µs per word, {kind}: at most once {most_cpu:.2f}, at least once (unlimited) {least_cpu:.2f}")
     sentences = int(0.5 * statistics.median(rates) / 5.5)
     half = wordcount_e2e.run(ARGS.seconds * 2, 4.0, *CAPPED, f"bench.rate={sentences}")
     print(f"at least once (max.spout.pending 5000) at half the saturated rate ({sentences:,} sentences/s): "

@@ -545,13 +545,8 @@ class Instance:
         not been acked or failed (Storm's rule: anchor before you ack)."""
         if self.current is IDLE:
             return None
-        span = self.span
-        if span is None:  # open_span() inlined: a split's every input
-            if self.span_roots is None:
-                return None
-            span = self.span = Span(self.span_roots, self.span_value)
-        self.anchor_span = span
-        return span
+        self.anchor_span = self.open_span()
+        return self.anchor_span
 
     def ack_tuple(self, tup: Any) -> None:
         """A bolt acks ``tup``, once. Under ``auto_ack`` only the tuple being processed counts (the
@@ -574,7 +569,7 @@ class Instance:
 
     def _span_acked(self, span: Span) -> None:
         """Every tuple of ``span`` is acked: its ack rides on its last child span, or is queued for
-        the ACK frames of its roots' spout tasks (consecutive acks of one tree XOR into one entry)."""
+        the ACK frames of its roots' spout tasks."""
         if span.ride():
             return
         rest = span.rest()
