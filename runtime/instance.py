@@ -42,14 +42,14 @@ import socket
 import termios
 import time
 from itertools import chain
-from operator import itemgetter
 from typing import Any, Optional
 
 import msgpack
 
 from squall.component import SYSTEM_COMPONENT, TICK_STREAM, Tuple, TupleSource
 from squall.idl import schema
-from squall.runtime.acking import ROOT_BITS, TASK_SHIFT, AckTracker, Span, new_value, random_bits, root_task, shared_span
+from squall.runtime.acking import (ROOT_BITS, TASK_SHIFT, AckTracker, Roots, Span, new_value, random_bits, root_task,
+                                   roots_of, shared_span)
 from squall.runtime.metrics_sender import BlockingMetricsSender
 from squall.runtime.protocol import (ACK, CONTROL, DATA, DATA_HEADER_SIZE, BlockingConnection, ProtocolError,
                                      RateLimitedLog, control_frame, data_frame, decode_control, frame_count)
@@ -82,7 +82,8 @@ class _ReceivedTuple(Tuple):
 
 
 class _AutoAckedTuple(Tuple):
-    """A received tuple at least once, under ``auto_ack``: its ``roots`` (None: not tracked). Only the
+    """A received tuple at least once, under ``auto_ack``: its ``roots`` (its tree's root, a list of
+    roots, or None: not tracked). Only the
     tuple being processed can still be acked, failed or anchored to (``Instance.current``), so its
     span is the instance's (``Instance.open_span``). Tuples have no id of their own on the wire.
     """
@@ -103,12 +104,13 @@ class _TrackedTuple(Tuple):
     id = None
 
     @property  # type: ignore[override]
-    def roots(self) -> Optional[list]:
+    def roots(self) -> Optional[Roots]:
         return None if self.span is None else self.span.roots
 
 
 IDLE = _TrackedTuple()  # ``Instance.current`` outside process(), or once the bolt acked or failed it
 IDLE.span = None
+INT = {int}
 _END = object()  # appended to a received run: its last span ends there
 NO_ANCHOR = object()  # a batch's open span takes no more tuples (a spout's, one anchored to several inputs)
 
@@ -118,7 +120,8 @@ class _Batch:
 
     At least once a run is ``[stream, values, spans]``; ``spans`` is a flat ``[start, roots,
     value, start, roots, value, ...]``: the tuples from index ``start`` on belong to the trees
-    ``roots`` (None: not tracked) with the span's ``value`` (``runtime/acking.py``). ``anchor``
+    ``roots`` (one root, a list, or None: not tracked) with the span's ``value``
+    (``runtime/acking.py``). ``anchor``
     is the received ``Span`` the open span's tuples are anchored to: the next tuple anchored to
     it joins that span (a sentence's words), any other starts one.
 
@@ -159,7 +162,7 @@ class _Batch:
             self.open_run(stream, False)
         self.vals.append(values)
 
-    def add_span(self, stream: str, values: Any, roots: Optional[list], value: Any) -> None:
+    def add_span(self, stream: str, values: Any, roots: Optional[Roots], value: Any) -> None:
         """At least once: ``values`` starts a span of its own in the trees ``roots`` (None and 0: not
         tracked); the next tuple starts another."""
         if stream != self.stream:
@@ -205,15 +208,15 @@ def _untouched_acks(spans: list, touched: list) -> list:
     if len(touched) * 3 == len(spans):
         return []
     roots, values = spans[1::3], spans[2::3]
-    if not touched and None not in roots and sum(map(len, roots)) == len(roots) and list not in set(map(type, values)):
-        return list(chain.from_iterable(zip(map(itemgetter(0), roots), values)))
+    if not touched and set(map(type, roots)) <= INT and set(map(type, values)) <= INT:
+        return list(chain.from_iterable(zip(roots, values)))
     pairs: list = []
     skip = set(touched)
     for k in range(0, len(spans), 3):
         if spans[k + 1] is None or k in skip:
             continue
         value = spans[k + 2]
-        for i, root in enumerate(spans[k + 1]):
+        for i, root in enumerate(roots_of(spans[k + 1])):
             pairs += (root, value if value.__class__ is int else value[i])
     return pairs
 
@@ -242,7 +245,7 @@ class Instance:
         self.handled = 0  # tuples a bolt acked or failed itself under auto_ack (not acked again)
         # under auto_ack, the received span being processed: its roots and value, its Span once
         # something needed one (an anchored emit, a fail), and the Span auto_anchor emits join now
-        self.span_roots: Optional[list] = None
+        self.span_roots: Optional[Roots] = None
         self.span_value: Any = 0
         self.span: Optional[Span] = None
         self.anchor_span: Optional[Span] = None
@@ -488,7 +491,7 @@ class Instance:
                 else:
                     value = new_value()
                     xor ^= value
-                    batch.add_span(stream, values, [root], value)
+                    batch.add_span(stream, values, root, value)
                 if batch.full:
                     self._send(batch)
             if root is not None and not self.tracker.start(root, tup_id, xor, time.monotonic()):
@@ -574,7 +577,7 @@ class Instance:
             return
         rest = span.rest()
         if rest.__class__ is int:
-            self._queue_acks([x for root in span.roots for x in (root, rest)])
+            self._queue_acks([x for root in roots_of(span.roots) for x in (root, rest)])
         else:
             self._queue_acks([x for pair in zip(span.roots, rest) for x in pair])
 
@@ -613,7 +616,7 @@ class Instance:
             self.fail_count += 1
         if not span.failed:
             span.failed = True
-            for root in span.roots:
+            for root in roots_of(span.roots):
                 self._ack_batch(root_task(root))[1].append(root)
 
     def _ack_batch(self, spout_task: int) -> list:
@@ -805,7 +808,7 @@ class Instance:
                         batch.open_run(stream, True)
                     vals = batch.vals
                     spans = batch.spans
-                    spans += (len(vals), [root], value)  # _Batch.add_span inlined
+                    spans += (len(vals), root, value)  # _Batch.add_span inlined
                     batch.anchor = NO_ANCHOR
                     vals.append(values)
                     if len(vals) >= batch.limit:

@@ -36,7 +36,7 @@ ROUTED = (DATA, ACK)  # frames a stream manager forwards by their destination ta
 
 # 2: DATA/ACK headers carry a tuple count, ACK frames exist, HELLO carries the version.
 # 3: at least once, a run carries edge ids and spans of roots (not [edge, root, ...] per tuple).
-# 4: at least once, a run carries spans of [start, roots, value] and no per-tuple id.
+# 4: at least once, a run carries spans of [start, roots, value] (one root: a bare int), no per-tuple id.
 PROTOCOL_VERSION = 4
 
 HEADER = struct.Struct(">IB")  # length of (type + body), type

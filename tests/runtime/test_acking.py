@@ -301,14 +301,14 @@ def test_tuples_anchored_to_one_input_share_a_span_and_their_acks_are_one_value(
     (run,) = msgpack.unpackb(data[13:])[1]
     stream, vals, spans = run
     assert len(vals) == 6 and len(spans) == 3, "six tuples anchored to one input: one span, no per-tuple id"
-    assert spans[0] == 0 and root_task(spans[1][0]) == 2, "in the spout's tree"
+    assert spans[0] == 0 and root_task(spans[1]) == 2, "in the spout's tree (one root: a bare int)"
     assert acks == [], "the bolt's own ack rides on its child span (not sent yet when it was acked)"
     assert spans[2] == spout_value, "one child span carrying the bolt's ack: its value is the input's"
     sink = frame_dest(data)
     w.tasks[sink].on_data(data, 0.0)
     _, (sink_acks,) = _one_hop(w, sink)
     _src, pairs, fails = msgpack.unpackb(sink_acks[13:])
-    assert pairs == [spans[1][0], spans[2]] and fails == [], "six tuples of one span: one ack entry"
+    assert pairs == [spans[1], spans[2]] and fails == [], "six tuples of one span: one ack entry"
     spout.on_acks(sink_acks)
     assert ids.acked == [0]
 
@@ -320,7 +320,7 @@ def test_a_tuple_anchored_to_several_spans_of_one_tree_stays_in_it():
 
     tracker = AckTracker(timeout=30)
     root, other = new_root(2), new_root(2)
-    first, second = Span([root], 0x1111), Span([root, other], 0x2222)
+    first, second = Span(root, 0x1111), Span([root, other], 0x2222)
     tracker.start(root, "r", 0x1111 ^ 0x2222, now=0.0)
     tracker.start(other, "o", 0x2222, now=0.0)
     roots, values = shared_span([first, second])
@@ -329,6 +329,8 @@ def test_a_tuple_anchored_to_several_spans_of_one_tree_stays_in_it():
         "the anchors acked, their child is not: both trees stay open"
     done, _ = tracker.ack_all([r for pair in zip(roots, values) for r in pair], now=2.0)
     assert sorted(done) == ["o", "r"]
+    one_root, value = shared_span([Span(root, 0x1), Span(root, 0x2)])
+    assert one_root == root and value.__class__ is int and value != 0, "one tree: a bare root, one value"
 
 
 def test_a_tuple_anchored_twice_to_one_input_is_tracked_once():
