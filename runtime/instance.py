@@ -978,13 +978,13 @@ class Instance:
             tup.values = v
             tup.source = source
             tup.roots = roots
-            self.current = tup
+            self.current = tup  # _execute(tup) inlined: this loop is every tuple's cost
             try:
                 process(tup)
             except Exception:
                 if not auto_fail:
                     raise
-                self._process_raised(tup)
+                self._raised(tup)
         self.current = IDLE
         self.span_roots = self.span = self.anchor_span = None
         pairs = _untouched_acks(spans, touched)
@@ -994,8 +994,6 @@ class Instance:
     def _run_acked_by_bolt(self, source: TupleSource, vals: list, spans: list) -> None:
         """One received run for a bolt that acks itself: each tuple holds its ``Span``, which is
         acked once the bolt has acked every tuple in it."""
-        process = self.component.process
-        auto_fail = self.auto_fail
         for k in range(0, len(spans), 3):
             start, roots = spans[k], spans[k + 1]
             end = spans[k + 3] if k + 3 < len(spans) else len(vals)
@@ -1005,17 +1003,21 @@ class Instance:
                 tup.values = v
                 tup.source = source
                 tup.span = span
-                self.current = tup
-                try:
-                    process(tup)
-                except Exception:
-                    if not auto_fail:
-                        raise
-                    self._process_raised(tup)
+                self._execute(tup)
         self.current = IDLE
 
-    def _process_raised(self, tup: Any) -> None:
-        """``auto_fail``: the tuple fails, and its trees are replayed."""
+    def _execute(self, tup: Any) -> None:
+        """process() one tuple; under ``auto_fail`` a raise fails it (its trees are replayed)."""
+        self.current = tup
+        try:
+            self.component.process(tup)
+        except Exception:
+            if not self.auto_fail:
+                raise
+            self._raised(tup)
+
+    def _raised(self, tup: Any) -> None:
+        """``auto_fail``: process() raised on ``tup``, which fails (its trees are replayed)."""
         FAILED_TUPLES.warning("task %d: process() raised; the tuple fails and its tree is replayed",
                               self.task_id, exc_info=True)
         self.fail_tuple(tup)
