@@ -75,8 +75,8 @@ class Span:
     own ack can *ride* on it instead of going out in an ACK frame. ``open`` counts the tuples not
     acked or failed yet, for bolts that ack themselves (``auto_ack`` off).
 
-    A bolt makes one per span it receives (about two a sentence in word count):
-    ``Instance._on_tracked`` inlines ``__init__``.
+    A bolt under ``auto_ack`` makes one only for a span it anchors to or fails
+    (``Instance.open_span``); a bolt that acks itself, one per span it receives.
     """
 
     __slots__ = ("roots", "value", "delta", "carried", "at", "open", "failed")
@@ -132,7 +132,7 @@ def shared_span(anchors: list) -> tuple:
 
 
 class AckTracker:
-    """The open trees of one spout task: root -> [tup_id, xor of open edges, emitted at].
+    """The open trees of one spout task: root -> [tup_id, xor of its open values, emitted at].
 
     The dict keeps emission order (a tree's entry is made when it starts and
     never moved), so the trees to time out are always at its front.
@@ -160,14 +160,14 @@ class AckTracker:
         return root
 
     def start(self, root: int, tup_id: Any, xor: int, now: float) -> bool:
-        """A tree whose first edges XOR to ``xor``; False if it is complete already (no edge at all)."""
+        """A tree whose first spans XOR to ``xor``; False if it is complete already (no span at all)."""
         if xor == 0:
             return False
         self.trees[root] = [tup_id, xor, now]
         return True
 
     def ack_all(self, acks: list, now: float) -> tuple:
-        """Close and open edges of trees, for a flat ``[root, value, root, value, ...]``: the tup_ids of
+        """Close and open values of trees, for a flat ``[root, value, root, value, ...]``: the tup_ids of
         the trees completed, in order, and the sum of their seconds since emitted. An unknown root
         (completed, failed, timed out, or of another run of this task) is ignored. (One call per ACK
         frame: this is every tuple's cost at the spout.)"""

@@ -793,7 +793,7 @@ class Instance:
                 batch = batches[next_task()]
             elif choose is None:  # nothing subscribes to this stream
                 if tracked and spout and tup_id is not None:
-                    inst._complete(tup_id, 0.0)  # a tree without edges is complete at once
+                    inst._complete(tup_id, 0.0)  # a tree without spans is complete at once
                 return ()
             else:
                 batch = batches[choose(values)]

@@ -35,7 +35,7 @@ FRAME_TYPES = {CHALLENGE: "CHALLENGE", HELLO: "HELLO", DATA: "DATA", CONTROL: "C
 ROUTED = (DATA, ACK)  # frames a stream manager forwards by their destination task
 
 # 2: DATA/ACK headers carry a tuple count, ACK frames exist, HELLO carries the version.
-# 3: at least once, a run carries edge ids and spans of roots (not [edge, root, ...] per tuple).
+# 3: at least once, a run carried edge ids and spans of roots (not [edge, root, ...] per tuple).
 # 4: at least once, a run carries spans of [start, roots, value] (one root: a bare int), no per-tuple id.
 PROTOCOL_VERSION = 4
 
