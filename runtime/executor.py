@@ -49,6 +49,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from squall.idl import schema
+from squall.logical import instance_process
 from squall.runtime.bootstrap import ProcessArgs, RuntimeStartError, load_env, parse_args, setup_logging
 from squall.runtime.claim import SKEIN_CONTAINER_ENV, YARN_CONTAINER_ENV, claim, record_application
 from squall.runtime.logrotate import own_output_file, rotate
@@ -88,7 +89,7 @@ def wanted_processes(container_id: int, container_plan: Any, tmasters: int = 1) 
     else:
         specs = [ProcessSpec("metricsmgr", "metricsmgr"), ProcessSpec("stmgr", "stmgr")]
         for i in sorted(container_plan.instances, key=lambda i: i.id.task_id):
-            specs.append(ProcessSpec(f"instance-{i.id.task_id}-{i.id.component}", "instance", i.id.task_id))
+            specs.append(ProcessSpec(instance_process(i.id.task_id, i.id.component), "instance", i.id.task_id))
     return {s.name: s for s in specs}
 
 

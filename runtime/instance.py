@@ -23,6 +23,12 @@ Backpressure: a spout stops calling ``next_tuple`` while its stream manager
 says so (CONTROL ``backpressure``); a bolt reports the tuples it processed
 (CONTROL ``consumed``) so its stream manager bounds its queue in time.
 
+A lost stream manager (it died; its executor restarts it on the same port)
+is rejoined: the instance keeps its user object and its state, drops only what
+it had framed for the dead connection (at least once, a spout fails the trees
+that crossed it, so they are replayed at once) and reconnects, retrying for
+``squall.instance.reconnect.timeout.secs`` before it exits.
+
 SIGTERM: a spout stops emitting at once. A bolt *drains*: it keeps reading and
 processing until its connection has been quiet for ``DRAIN_QUIET_SECS`` (or the
 stream manager closed it), bounded by half the executor's kill grace; then it
@@ -55,6 +61,7 @@ from squall.runtime.protocol import (ACK, CONTROL, DATA, DATA_HEADER_SIZE, Block
                                      RateLimitedLog, control_frame, data_frame, decode_control, frame_count)
 from squall.runtime.routing import RoutingError, build_routes, str_key_cache
 from squall.stream import DEFAULT_STREAM
+from squall.supervision import RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -378,6 +385,27 @@ class Instance:
         elif self.throttled and not on:
             self.backpressure_time += clock - self.throttled_at
         self.throttled = on
+
+    def on_disconnected(self, clock: float) -> tuple:
+        """The stream manager's connection is gone (it died; the executor restarts it). What was framed
+        for it and not sent is lost, and the word to stop emitting went with it; batches not yet
+        framed stay and leave on the next connection. A spout fails its open trees now but those with
+        tuples still in its batches: the others crossed the dead stream manager (tuples or acks), and
+        waiting for ``topology.message.timeout.secs`` would only delay their replay. Returns (bytes
+        lost, trees failed)."""
+        lost = len(self.out)
+        self.out.clear()
+        self.on_throttle(False, clock)
+        failed = 0
+        if self.is_spout and self.reliable:
+            unsent = {root for batch in self.batches.values() for run in batch.runs
+                      for root in run[2][1::3]}
+            for root in [r for r in self.tracker.trees if r not in unsent]:
+                tup_id = self.tracker.fail(root)
+                self.fail_count += 1
+                failed += 1
+                self.component.fail(tup_id)
+        return lost, failed
 
     @property
     def may_emit(self) -> bool:
@@ -1031,12 +1059,17 @@ class Instance:
         The burst ends early as soon as a batch is complete (``self.out`` is not
         empty): the run loop must hand it to the socket before the spout emits
         more, so a spout never runs ahead of what the stream manager accepts.
+        It also ends on time, once it has run for a flush interval (Heron's
+        ``produceTuple`` rule): the loop then flushes what was emitted and reads
+        its socket (a new physical plan is applied before the next emit), however
+        slow ``next_tuple`` is (a blocking poll of a queue or a broker).
         """
         before = self.emit_count
         next_tuple = self.component.next_tuple
         clock = time.perf_counter
         out = self.out
         t0 = clock()
+        ends = t0 + self.timers.flush_every
         n = 0
         emitted = 0
         trees = self.tracker.trees
@@ -1052,6 +1085,8 @@ class Instance:
                     break
             elif n > 1 and self.emit_count == before:
                 break
+            if clock() >= ends:
+                break
         self.execute_time += clock() - t0
         self.execute_calls += n
         self.execute_count += emitted
@@ -1065,17 +1100,15 @@ def local_host(env: Any) -> str:
 
 
 def _connect_stmgr(env: Any, task: int, component: str) -> BlockingConnection:
+    """A connection to this container's stream manager, retried (it may be starting, or restarting)
+    for ``squall.instance.reconnect.timeout.secs``; ProtocolError past that."""
     port = env.launch["stmgr_port"]
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            return BlockingConnection.connect(local_host(env), port, env.secret, schema.Role.INSTANCE, env.args.container,
-                                              task_id=task, component=component, max_frame=env.max_frame)
-        except ProtocolError as e:
-            if time.monotonic() > deadline:
-                raise
-            log.info("stream manager not reachable yet (%s); retrying", e)
-            time.sleep(0.2)
+    policy = RetryPolicy(deadline=float(env.config["squall.instance.reconnect.timeout.secs"]))
+    return policy.run(
+        lambda: BlockingConnection.connect(local_host(env), port, env.secret, schema.Role.INSTANCE,
+                                           env.args.container, task_id=task, component=component,
+                                           max_frame=env.max_frame),
+        ProtocolError, f"task {task}: connecting to the stream manager on port {port}")
 
 
 class _Loop:
@@ -1092,13 +1125,18 @@ class _Loop:
     def __init__(self, inst: Instance, conn: BlockingConnection, metrics: BlockingMetricsSender,
                  drain_max: float, gc_threshold: int) -> None:
         self.inst = inst
-        self.sock = conn.sock
-        self.reader = conn.reader
+        self.attach(conn)
         self.metrics = metrics
         self.drain_max = drain_max
         self.gc_threshold = gc_threshold
         self.send_out = self.send_some if inst.is_spout else self.send_all
         self.last_metrics_wall = time.time()
+
+    def attach(self, conn: BlockingConnection) -> None:
+        """Read and send on ``conn`` from now on (a new connection to a restarted stream manager)."""
+        self.conn = conn
+        self.sock = conn.sock
+        self.reader = conn.reader
 
     def send_all(self) -> None:
         """Blocking send of everything emitted (bolts: the stream manager always reads them)."""
@@ -1241,7 +1279,19 @@ def run(env: Any) -> int:
     loop = _Loop(inst, conn, BlockingMetricsSender(env, local_host(env), task, component), drain_max, gc_threshold)
     log.info("task %d (%s) connected to its stream manager", task, component)
     try:
-        loop.serve(stop)
+        while True:
+            try:
+                loop.serve(stop)
+                break
+            except ProtocolError as e:
+                if stop:
+                    raise
+                lost, failed = inst.on_disconnected(time.perf_counter())
+                log.warning("task %d: lost the stream manager (%s): %d bytes unsent are lost%s; reconnecting",
+                            task, e, lost, f", {failed} open trees failed (replayed)" if failed else "")
+                loop.conn.close()
+                loop.attach(_connect_stmgr(env, task, component))
+                log.info("task %d reconnected to its stream manager", task)
         if not inst.is_spout:
             loop.drain()
         loop.finish()
@@ -1254,6 +1304,6 @@ def run(env: Any) -> int:
                 inst.component.close()
             except Exception:
                 log.exception("close() of task %d failed", task)
-        conn.close()
+        loop.conn.close()
     log.info("task %d stopped", task)
     return 0

@@ -19,7 +19,12 @@ that task, or unchanged to the stream manager of the container holding it
 (one outbound link per other container; inbound links are only read). While
 that link is down its frames wait here (``PeerLink.buffer``) and leave when
 it is up again. Frames from another stream manager are delivered locally
-only. A frame with no route is dropped and counted.
+only. A frame for a local task of the plan that is not connected (starting,
+or restarted) is *held* until it connects, and before this stream manager has
+a plan (it restarted, its instances rejoined it) every frame is held until
+the plan says where it goes: held bytes count towards backpressure like a
+down link's buffer. A frame with no route (a task no plan names) is dropped
+and counted.
 
 Retiring tasks: when a task leaves the physical plan (scale down) its route is
 kept as a *stale* entry (task -> the container that had it) until the task is
@@ -38,8 +43,9 @@ Backpressure: this stream manager is congested while any of these holds:
 - a local instance's queue is over its time bound (``QueueBound``,
   ``squall.stmgr.max.queue.secs``), until its ``consumed`` reports bring it
   back under;
-- an outbound link that is down buffers more than ``high_bytes`` here; its
-  congestion ends only once every down link buffers at most ``low_bytes``.
+- an outbound link that is down buffers more than ``high_bytes`` here, or
+  more than ``high_bytes`` are held for local tasks; this congestion ends only
+  once every down link buffers, and the held frames take, at most ``low_bytes``.
 
 For a link that is up only the transport's own signals count (its bytes in
 the asyncio buffer are not looked at). While congested, this stream manager
@@ -291,6 +297,9 @@ class StreamManagerState:
         self.bp_time = 0.0  # seconds throttled, not yet reported
         self.bp_episodes = 0
 
+        self.held: dict = {}  # task -> frames waiting for it to connect (or for a plan naming it)
+        self.held_bytes = 0
+
         self.forwarded_frames = 0
         self.forwarded_bytes = 0
         self.dropped_frames = 0
@@ -337,6 +346,8 @@ class StreamManagerState:
                     if task is not None:
                         self._deliver(task, f, count, out, now)
                         self.forwarded_frames += 1
+                    elif self.pplan is None or self.task_container.get(dest) == self.container:
+                        self._hold(dest, f, out, now)
                     else:
                         self.dropped_frames += 1
                 else:
@@ -381,6 +392,12 @@ class StreamManagerState:
                 out.append(Send(who, self.backpressure_frame(True)))
             if self.pplan is not None and task in self.task_container:
                 out.append(Send(who, self.pplan_frame))
+            held = self.held.pop(task, None)
+            if held:
+                self.held_bytes -= sum(map(len, held))
+                log.info("task %d: delivering %d frames held while it was not connected", task, len(held))
+                for f in held:
+                    self._deliver(who, f, _unpack_dest_count(f, HEADER_SIZE)[1], out, now)
             self._schedule_register(out)
             self._update_congestion(out, now)  # a replaced connection's congestion is gone
         elif kind is PeerOut:
@@ -517,10 +534,16 @@ class StreamManagerState:
         if where is None:
             # a task that left the plan (senders batched with the old plan) or none known yet
             stale = self.stale.get(dest)
+            if stale is None and self.pplan is None and dest not in self.local:
+                self._hold(dest, f, out, now)  # no plan yet (this stream manager restarted): wait for it
+                return
             where = self.container if stale is None else stale[0]
         task = self.local.get(dest) if where == self.container else None
         if task is not None:
             self._deliver(task, f, count, out, now)
+        elif where == self.container and dest in self.task_container:
+            self._hold(dest, f, out, now)  # a local task of the plan, not connected (yet, or again)
+            return
         else:
             link = self.peers.get(where)
             if link is None:
@@ -537,6 +560,14 @@ class StreamManagerState:
                     self._update_congestion(out, now)
         self.forwarded_frames += 1
         self.forwarded_bytes += len(f)
+
+    def _hold(self, task: int, f: bytes, out: list, now: float) -> None:
+        """Keep a frame for ``task`` until it connects, or until a plan says where it is. Held bytes
+        count towards backpressure like a down link's buffer, so holding is bounded."""
+        self.held.setdefault(task, []).append(f)
+        self.held_bytes += len(f)
+        if self.held_bytes > self.high:
+            self._update_congestion(out, now)
 
     def _deliver(self, task: LocalTask, f: bytes, count: int, out: list, now: float) -> None:
         """A frame to a local instance; its queue may go over its bound."""
@@ -583,6 +614,11 @@ class StreamManagerState:
                 out.append(Connect(link.who, link.host, link.port))
         for task in self.local.values():
             out.append(Send(task, raw_frame))  # retiring local tasks too: they stop routing to removed tasks
+        for task in [t for t in self.held if new.get(t) != self.container]:
+            frames = self.held.pop(task)  # held without a plan, or for a task that moved or left: route again
+            self.held_bytes -= sum(map(len, frames))
+            for f in frames:
+                self._route(f, out, now)
         self._update_congestion(out, now)  # a dropped link's buffer or blocked transport is gone
         log.info("physical plan %s (%s): %d instances, %d stream managers", pplan.packing_plan_id,
                  schema.TopologyStatus._VALUES_TO_NAMES.get(pplan.status), len(pplan.instances), len(pplan.stmgrs))
@@ -613,12 +649,12 @@ class StreamManagerState:
 
     def _update_congestion(self, out: list, now: float) -> None:
         peers = self.peers.values()
-        over = (bool(self.blocked) or bool(self.full_queues)
+        over = (bool(self.blocked) or bool(self.full_queues) or self.held_bytes > self.high
                 or any(not l.up and l.buffered > self.high for l in peers))
         if over == self.bp_self:
             return
-        if not over and any(not l.up and l.buffered > self.low for l in peers):
-            return  # a down link's buffer ends congestion only under the low mark
+        if not over and (self.held_bytes > self.low or any(not l.up and l.buffered > self.low for l in peers)):
+            return  # a down link's buffer, or held frames, end congestion only under the low mark
         self.bp_self = over
         if over:
             self.bp_episodes += 1
@@ -682,6 +718,7 @@ class StreamManagerState:
         user = {"frames_forwarded": self.forwarded_frames, "bytes_forwarded": self.forwarded_bytes,
                 "queued_tuples": queued,
                 "frames_dropped": self.dropped_frames, "backpressure_episodes": self.bp_episodes,
+                "held_bytes": self.held_bytes,
                 "unsent_bytes": transport_unsent + sum(l.buffered for l in self.peers.values())}
         bp_ms = self.backpressure_ms(now)
         if self.bp_episodes:

@@ -21,8 +21,9 @@ from squall.commandline import (
 from squall.conf import base_config
 from squall.errors import SquallError
 from squall.idl import schema
+from squall.logical import instance_process
 from squall.packing import plan_to_json
-from squall.scheduler import from_report, launcher, manager
+from squall.scheduler import changes, from_report, launcher, manager
 from squall.scheduler.base import LaunchOptions
 from squall.state import Kind, StateManager, make_state_manager, member, open_state_manager
 from squall.state.status import topology_health
@@ -60,14 +61,23 @@ def register(sub: Any) -> None:
     _state_options(p)
     p.set_defaults(func=with_state(cmd_restart))
 
-    p = sub.add_parser("update", help="change components' parallelism of a running topology")
+    p = sub.add_parser("update", help="change a running topology's parallelism and instance resources",
+                       description="Repack a running topology for new parallelism and resources, moving as "
+                                   "little as possible (containers are added or removed as the caps require), "
+                                   "and start and stop only the difference. Prints the new plan and its "
+                                   "difference first; --dry-run stops there.")
     p.add_argument("name", help="topology name")
-    p.add_argument(
-        "--component-parallelism", action="append", metavar="COMPONENT=N",
-        help="new parallelism of a component (repeatable)",
-    )
-    p.add_argument("--from-report", metavar="DIR", help="apply a capacity report's recommended parallelism")
-    p.add_argument("--dry-run", action="store_true", help="with --from-report: print the changes, apply nothing")
+    p.add_argument("--component-parallelism", action="append", default=[], metavar="COMPONENT=N",
+                   help="new parallelism of a component (repeatable)")
+    p.add_argument("--component-cpu", action="append", default=[], metavar="COMPONENT=CORES",
+                   help="new cpu of each instance of a component (squall.component.cpu; repeatable)")
+    p.add_argument("--component-ram", action="append", default=[], metavar="COMPONENT=MB",
+                   help="new memory of each instance of a component (squall.component.ram.mb; repeatable)")
+    p.add_argument("--config-property", action="append", default=[], metavar="[COMPONENT:]KEY=VALUE",
+                   help="a resource key (squall.component.cpu|ram.mb|disk.mb) for one component, or for every "
+                        "component without COMPONENT: (repeatable)")
+    p.add_argument("--from-report", metavar="DIR", help="apply a capacity report's parallelism and resources")
+    p.add_argument("--dry-run", action="store_true", help="print the new plan and its difference; apply nothing")
     _state_options(p)
     add_json_option(p)
     p.set_defaults(func=with_state(cmd_update))
@@ -202,24 +212,42 @@ def cmd_restart(args: argparse.Namespace, state: StateManager) -> int:
 
 
 def cmd_update(args: argparse.Namespace, state: StateManager) -> int:
-    if bool(args.from_report) == bool(args.component_parallelism) or args.dry_run and not args.from_report:
-        raise SquallError("update: give either --component-parallelism COMPONENT=N or --from-report DIR [--dry-run]")
-    if args.from_report:
-        return from_report.run(state, args.name, args.from_report, base_config(args.config_path),
-                               args.dry_run, args.json)
-    parallelism = {}
-    for text in args.component_parallelism:
-        component, sep, value = text.partition("=")
-        if not sep or not value.strip().lstrip("-").isdigit():
-            raise SquallError(f"--component-parallelism {text!r}: expected COMPONENT=N")
-        parallelism[component.strip()] = int(value)
-    diff = manager.update(state, args.name, parallelism, base_config(args.config_path))
-    changes = {k: [f"{i.component}:{i.task_id}" for i in getattr(diff, k)] for k in ("added", "removed", "moved")}
+    update = _update_of(args)
+    base = base_config(args.config_path)
+    planned = manager.plan(state, args.name, update, base)
+    if not args.json:
+        print("\n".join(changes.describe(planned)))
+        sys.stdout.flush()
+    applied = planned.changed and not args.dry_run
+    if applied:
+        planned = manager.update(state, args.name, update, base)
     if args.json:
-        print_json(changes)
+        print_json({**changes.diff_json(planned), "dry_run": args.dry_run, "applied": applied})
+    elif args.dry_run:
+        print("dry run: nothing applied")
+    elif applied:
+        print(f"updated topology {args.name!r}: every instance of plan {planned.proposed.id} is running")
     else:
-        print(f"updated topology {args.name!r}: " + ", ".join(f"{len(v)} {k}" for k, v in changes.items()))
+        print(f"topology {args.name!r} already runs so: nothing to change")
     return 0
+
+
+def _update_of(args: argparse.Namespace) -> changes.TopologyUpdate:
+    """The update the command line asks for: a report's, or the options'."""
+    options = (args.component_parallelism or args.component_cpu or args.component_ram or args.config_property)
+    if bool(args.from_report) == bool(options):
+        raise SquallError("update: give either --component-parallelism COMPONENT=N or --from-report DIR (and "
+                          "--component-cpu, --component-ram or --config-property to resize instances)")
+    if args.from_report:
+        return from_report.read_update(args.from_report, args.name)
+    sizes, every = changes.parse_config_properties(args.config_property)
+    for texts, option, key, kind in ((args.component_cpu, "--component-cpu", "squall.component.cpu", float),
+                                     (args.component_ram, "--component-ram", "squall.component.ram.mb", int)):
+        for component, value in changes.parse_assignments(texts, option, kind).items():
+            sizes.setdefault(component, {})[key] = value
+    return changes.TopologyUpdate(
+        parallelism=changes.parse_assignments(args.component_parallelism, "--component-parallelism", int),
+        component_config=sizes, config=every)
 
 
 def cmd_clean(args: argparse.Namespace, state: StateManager) -> int:
@@ -275,7 +303,7 @@ def show_data(state: StateManager, name: str) -> dict:
     ports = {}
     if physical is not None:
         ports = {(s.container, "stmgr"): s.data_port for s in physical.stmgrs}
-    tasks = {f"instance-{i.id.task_id}-{i.id.component}": i for c in plan.containers for i in c.instances}
+    tasks = {instance_process(i.id.task_id, i.id.component): i for c in plan.containers for i in c.instances}
     processes = []
     if location is not None and location.supervisor_pid:
         processes.append({"container": None, "process": "supervisor", "host": location.host, "port": None,

@@ -194,11 +194,6 @@ def registered_pids(state: StateManager, name: str, plan: Any) -> dict:
     return {i.id.task_id: i.pid for i in physical.instances}
 
 
-def registered_instances(state: StateManager, name: str, plan: Any) -> int:
-    """Instances of ``plan`` that the current physical plan lists."""
-    return len(registered_pids(state, name, plan))
-
-
 def _wait_until_up(
     state: StateManager,
     name: str,

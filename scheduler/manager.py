@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 from squall.conf import Config
 from squall.errors import SquallError
-from squall.logical import find_component
-from squall.packing import repack, with_parallelism
-from squall.scheduler.launcher import make_scheduler, registered_instances
+from squall.scheduler.changes import PlannedUpdate, TopologyUpdate, plan_update
+from squall.scheduler.launcher import make_scheduler
 from squall.state import AlreadyExists, Kind, StateManager
 from squall.state.status import topology_health
 
@@ -75,44 +74,41 @@ def restart(state: StateManager, name: str, container: Optional[int] = None, tim
     execution = running(state, name)
     with _Locked(state, name):
         make_scheduler(execution.cluster, state).on_restart(execution, container)
+    wait_up(state, name, timeout, "the restart")
+
+
+def wait_up(state: StateManager, name: str, timeout: float, after: str) -> None:
+    """Wait until the topology is RUNNING or PAUSED: its current packing plan's physical plan, with every
+    instance connected to its stream manager; an error naming what it still waits for after ``timeout``."""
     deadline = time.monotonic() + timeout
-    while not topology_health(state, name).up:
+    while True:
+        health = topology_health(state, name)
+        if health.up:
+            return
         if time.monotonic() > deadline:
-            health = topology_health(state, name)
-            raise SquallError(f"topology {name!r} is {health.status} {timeout:g}s after the restart: "
+            raise SquallError(f"topology {name!r} is {health.status} {timeout:g}s after {after}: "
                               f"{'; '.join(health.reasons)}")
         time.sleep(0.2)
 
 
-def update(
-    state: StateManager, name: str, parallelism: Mapping[str, int], base: Config, timeout: float = 60.0
-) -> Any:
-    """Scale components: repack, write the new plan, start/stop only the difference.
+def plan(state: StateManager, name: str, change: TopologyUpdate, base: Config) -> PlannedUpdate:
+    """The new plan ``change`` gives the running topology, and its difference; nothing is written."""
+    running(state, name)
+    return plan_update(name, state.get(Kind.TOPOLOGY, name), state.get(Kind.PACKING_PLAN, name), change, base)
 
-    Returns the repack diff (added, removed, moved instances) once the new
-    physical plan lists every instance.
-    """
+
+def update(state: StateManager, name: str, change: TopologyUpdate, base: Config, timeout: float = 60.0) -> Any:
+    """Scale components and resize their instances: repack, write the new plans, start and stop only
+    the difference (on YARN, new containers are asked for), and wait until every instance of the new
+    plan is connected. Returns the ``PlannedUpdate``."""
     execution = running(state, name)
-    topology = state.get(Kind.TOPOLOGY, name)
-    for component, par in parallelism.items():
-        try:
-            find_component(topology, component)
-        except KeyError as e:
-            raise SquallError(str(e.args[0])) from None
-        if isinstance(par, bool) or not isinstance(par, int) or par < 1:
-            raise SquallError(f"--component-parallelism {component}={par}: must be a positive integer")
     with _Locked(state, name):
-        current = state.get(Kind.PACKING_PLAN, name)
-        proposed, diff = repack(topology, current, dict(parallelism), base)
+        planned = plan_update(name, state.get(Kind.TOPOLOGY, name), state.get(Kind.PACKING_PLAN, name), change,
+                              base)
         scheduler = make_scheduler(execution.cluster, state)
-        scheduler.check_update(execution, current, proposed)
-        state.put(Kind.TOPOLOGY, name, with_parallelism(topology, parallelism))
-        state.put(Kind.PACKING_PLAN, name, proposed)
-        scheduler.on_update(execution, current, proposed)
-    total = sum(len(c.instances) for c in proposed.containers)
-    deadline = time.monotonic() + timeout
-    while registered_instances(state, name, proposed) < total:
-        if time.monotonic() > deadline:
-            raise SquallError(f"topology {name!r} did not take the new plan within {timeout:g}s")
-        time.sleep(0.2)
-    return diff
+        scheduler.check_update(execution, planned.current, planned.proposed)
+        state.put(Kind.TOPOLOGY, name, planned.topology)
+        state.put(Kind.PACKING_PLAN, name, planned.proposed)
+        scheduler.on_update(execution, planned.current, planned.proposed)
+    wait_up(state, name, timeout, "the update")
+    return planned

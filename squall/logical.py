@@ -18,6 +18,11 @@ def task_ids(topology: Any) -> dict:
     return ids
 
 
+def instance_process(task_id: int, component: str) -> str:
+    """The name of an instance's process in its container (its log file, its container record)."""
+    return f"instance-{task_id}-{component}"
+
+
 def topology_config(topology: Any, base: Optional[Config] = None) -> Config:
     """Base (defaults, files) < topology config < command-line overrides."""
     config = base if base is not None else base_config()

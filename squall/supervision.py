@@ -5,13 +5,21 @@ with a doubling backoff.
 A process that crashes once an hour is restarted for ever; one that crashes
 ``squall.restart.max`` + 1 times within ``squall.restart.window.secs`` is given
 up on, and its topology fails with the reason.
+
+``RetryPolicy`` is the other half: how a process retries what it needs (an
+instance reaching its restarted stream manager) before it gives up and exits.
 """
 from __future__ import annotations
 
 import collections
+import logging
 import os
+import time
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, TypeVar
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -61,3 +69,33 @@ def log_tail(path: str, lines: int = 12) -> str:
     except OSError:
         return ""
     return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Retrying one thing (a connection) until a deadline: waits of ``first`` seconds, multiplied by
+    ``factor`` after each attempt up to ``longest``, for at most ``deadline`` seconds in all."""
+
+    deadline: float
+    first: float = 0.1
+    factor: float = 2.0
+    longest: float = 2.0
+
+    def run(self, attempt: Callable[[], T], retryable: type, what: str,
+            sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> T:
+        """``attempt()`` until it returns; a ``retryable`` error is retried until the deadline, then
+        ``retryable`` is raised again naming ``what``, how long was tried and the last error."""
+        start = clock()
+        wait = self.first
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                return attempt()
+            except retryable as e:
+                elapsed = clock() - start
+                if elapsed + wait > self.deadline:
+                    raise retryable(f"{what}: gave up after {tries} attempts in {elapsed:.1f}s: {e}") from e
+                log.info("%s: %s; retrying in %.1fs", what, e, wait)
+            sleep(wait)
+            wait = min(wait * self.factor, self.longest)

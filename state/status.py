@@ -3,7 +3,7 @@
 | status | when |
 | --- | --- |
 | SUBMITTED | no physical plan yet: its containers are starting |
-| RUNNING | every container's executor and every process of the plan is alive, a topology master leads, and the physical plan is the packing plan's |
+| RUNNING | every container's executor and every process of the plan is alive, a topology master leads, the physical plan is the packing plan's, and it lists every instance and stream manager as the process alive now (so each is connected and routable: a restarted one is in it only once it has rejoined) |
 | PAUSED | as RUNNING, deactivated |
 | DEGRADED | something is restarting or changing: a dead process or executor waiting for its restart, no leading topology master (failover), a physical plan not yet rebuilt |
 | FAILED | a process or container died past its restart budget (the reason holds the end of its log) |
@@ -21,6 +21,7 @@ from typing import Any, Optional
 import psutil
 
 from squall.idl import schema
+from squall.logical import instance_process
 from squall.state.base import Kind, StateManager, member
 
 SUBMITTED, RUNNING, PAUSED, DEGRADED, FAILED = "SUBMITTED", "RUNNING", "PAUSED", "DEGRADED", "FAILED"
@@ -42,6 +43,29 @@ def alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
         return False
+
+
+def unconnected(pplan: Any, records: dict) -> list:
+    """What the physical plan lists with another pid than the process alive now: a stream manager or
+    instance that restarted and has not rejoined yet (a restarted instance is listed once it has
+    connected to its stream manager, a restarted stream manager once it has registered again)."""
+    alive_pids = {}
+    for cid, record in records.items():
+        for p in record.processes:
+            alive_pids[cid, p.name] = p.pid
+    out = []
+    for s in pplan.stmgrs:
+        pid = alive_pids.get((s.container, "stmgr"))
+        if pid and pid != s.pid:
+            out.append(f"container {s.container}: its stream manager (pid {pid}) has not registered yet")
+    waiting = [i for i in pplan.instances
+               if alive_pids.get((i.container, instance_process(i.id.task_id, i.id.component)), i.pid) not in (0, i.pid)]
+    for i in waiting[:3]:
+        out.append(f"container {i.container}: instance {i.id.component} task {i.id.task_id} has not connected to "
+                   "its stream manager yet")
+    if len(waiting) > 3:
+        out.append(f"{len(waiting) - 3} more instances have not connected to their stream manager yet")
+    return out
 
 
 def topology_health(state: StateManager, name: str, execution: Optional[Any] = None) -> TopologyHealth:
@@ -88,6 +112,8 @@ def topology_health(state: StateManager, name: str, execution: Optional[Any] = N
             problems.append(f"the physical plan is not yet rebuilt for packing plan {plan.id}")
         elif leader is not None and pplan.tmaster != leader:
             problems.append("the new topology master is rebuilding the physical plan")
+        else:
+            problems += unconnected(pplan, records)
         if problems:
             status = DEGRADED
         else:

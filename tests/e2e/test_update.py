@@ -1,6 +1,9 @@
 """Scaling a running topology with update: only the difference changes, counts stay exact."""
+import json
 import os
 import time
+
+import pytest
 
 from corpus import expected as expected_words
 from e2e_harness import summed_counts as counted, wait_until
@@ -31,4 +34,62 @@ def test_update_scales_a_bolt_up_and_down_with_exact_counts(cluster, tmp_path):
     wait_until(lambda: sum(counted(out).values()) >= sum(expected.values()), timeout=90, what="all words counted")
     time.sleep(1.0)
     assert counted(out) == expected
+    cluster.squall("kill", "wc_update")
+
+
+def test_update_past_the_container_caps_adds_containers_and_resizes_instances(cluster, tmp_path):
+    out = str(tmp_path / "out")
+    os.mkdir(out)
+    cluster.submit("wc_update", f"e2e.out.dir={out}", "squall.packing.algorithm=ffd")
+    state = cluster.state()
+    plan = state.get(Kind.PACKING_PLAN, "wc_update")
+    assert len(plan.containers) == 1
+    before = {i.id.task_id: i.pid for i in state.get(Kind.PHYSICAL_PLAN, "wc_update").instances}
+    wait_until(lambda: sum(counted(out).values()) > 200, what="words to be counted")
+
+    grow = ["--component-parallelism", "count=12", "--component-cpu", "count=0.25", "--component-ram", "count=128"]
+    shown, _ = cluster.squall("update", "wc_update", *grow, "--dry-run")
+    assert "  count            parallelism  2 -> 12\n" in shown
+    assert "  count            cpu          0.5 -> 0.25 cores\n" in shown
+    assert "  count            ram_mb       256 -> 128 MiB\n" in shown
+    assert "1 -> 2 containers (1 new, 0 removed)" in shown and shown.rstrip().endswith("dry run: nothing applied")
+    assert state.get(Kind.PACKING_PLAN, "wc_update") == plan, "a dry run changed the plan"
+
+    cluster.squall("update", "wc_update", *grow)
+    plan = state.get(Kind.PACKING_PLAN, "wc_update")
+    counts = [i for c in plan.containers for i in c.instances if i.id.component == "count"]
+    assert len(plan.containers) == 2 and len(counts) == 12
+    assert {(i.resources.cpu, i.resources.ram_mb) for i in counts} == {(0.25, 128)}
+    physical = state.get(Kind.PHYSICAL_PLAN, "wc_update")
+    assert physical.packing_plan_id == plan.id and len(physical.instances) == 14
+    kept = {i.id.task_id: i.pid for i in physical.instances if i.id.task_id in before}
+    assert kept == before, "resizing instances restarted ones that stayed in their container"
+    assert json.loads(cluster.squall("show", "wc_update", "--json")[0])["status"] == "RUNNING"
+
+    expected = expected_words(1500)
+    wait_until(lambda: sum(counted(out).values()) >= sum(expected.values()), timeout=90, what="all words counted")
+    time.sleep(1.0)
+    assert counted(out) == expected
+    cluster.squall("kill", "wc_update")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--component-parallelism", "nope=2"], "topology 'wc_update' has no component 'nope'"),
+    (["--component-parallelism", "count=0"], "--component-parallelism count=0: must be a positive integer"),
+    (["--component-cpu", "count=lots"], "--component-cpu 'count=lots': expected COMPONENT=N with N a number"),
+    (["--config-property", "count:topology.max.spout.pending=5"],
+     "other keys take a resubmit"),
+    (["--component-ram", "count=-5"], "squall.component.ram.mb (--config-property count:squall.component.ram.mb): "
+                                      "must be >= 0, got -5"),
+    (["--component-ram", "count=100000"], "cannot update topology 'wc_update': "),
+])
+def test_a_bad_update_is_one_line_and_changes_nothing(cluster, tmp_path, argv, message):
+    out = str(tmp_path / "out")
+    os.mkdir(out)
+    cluster.submit("wc_update", f"e2e.out.dir={out}")
+    state = cluster.state()
+    plan, topology = state.get(Kind.PACKING_PLAN, "wc_update"), state.get(Kind.TOPOLOGY, "wc_update")
+    _, err = cluster.squall("update", "wc_update", *argv, expect=2)
+    assert message in err and len(err.strip().splitlines()) == 1, err
+    assert state.get(Kind.PACKING_PLAN, "wc_update") == plan and state.get(Kind.TOPOLOGY, "wc_update") == topology
     cluster.squall("kill", "wc_update")

@@ -63,7 +63,7 @@ def test_a_report_for_a_topology_that_is_not_running(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv", [
     ["update", "io_bound"],
-    ["update", "io_bound", "--dry-run", "--component-parallelism", "wait=2"],
+    ["update", "io_bound", "--dry-run"],
     ["update", "io_bound", "--from-report", "x", "--component-parallelism", "wait=2"],
 ])
 def test_exactly_one_way_to_update(capsys, argv):

@@ -128,9 +128,49 @@ def test_a_lost_link_reconnects_after_a_pause_and_buffers_meanwhile():
 
 
 def test_a_frame_with_no_route_is_dropped_and_counted():
-    sm = started({1: 1, 2: 1}, SPOUT)  # task 2 is in the plan but not connected
-    out = sm.handle(FramesArrived(SPOUT, [frame(2), frame(9)], 0.0))
-    assert out == [] and sm.dropped_frames == 2 and sm.forwarded_frames == 0
+    sm = started({1: 1, 2: 1}, SPOUT, BOLT)
+    out = sm.handle(FramesArrived(SPOUT, [frame(9)], 0.0))  # no plan names task 9
+    assert out == [] and sm.dropped_frames == 1 and sm.forwarded_frames == 0
+
+
+def test_frames_for_a_local_task_of_the_plan_not_connected_are_held_until_it_connects():
+    sm = started({1: 1, 2: 1, 3: 2}, SPOUT)  # task 2 is in the plan, not connected (starting, or restarting)
+    f1, f2, f3 = frame(2, size=1, count=1), frame(2, size=2, count=1), frame(2, size=3, count=1)
+    assert sm.handle(FramesArrived(SPOUT, [f1, f2], 0.0)) == []
+    assert sm.handle(FramesArrived(PeerIn(2), [f3], 0.0)) == []  # from another container too
+    assert sm.dropped_frames == 0 and sm.held_bytes == len(f1) + len(f2) + len(f3)
+    out = sm.handle(Connected(BOLT, 1.0))
+    assert sent(out, BOLT)[1:] == [f1, f2, f3]  # after its physical plan, in order
+    assert sm.held == {} and sm.held_bytes == 0 and sm.queues[2].queued == 3
+
+
+def test_a_restarted_stream_manager_holds_frames_until_a_plan_says_where_they_go():
+    sm = make()
+    sm.handle(Connected(SPOUT, 0.0))  # its instances rejoin it before the topology master's plan
+    local, remote, unknown = frame(2, size=1), frame(3, size=2), frame(9, size=3)
+    assert sm.handle(FramesArrived(SPOUT, [local, remote, unknown], 0.0)) == []
+    assert sm.dropped_frames == 0 and sm.held_bytes == len(local) + len(remote) + len(unknown)
+    out = set_plan(sm, {1: 1, 2: 1, 3: 2})
+    assert sm.held == {2: [local]} and sm.dropped_frames == 1  # task 9: no plan names it
+    assert sm.peers[2].buffer == [remote]  # leaves once the link is up
+    assert sent(sm.handle(Connected(PeerOut(2), 0.0)), PeerOut(2)) == [remote]
+    assert sent(sm.handle(Connected(BOLT, 0.0)), BOLT)[1:] == [local]
+    assert sm.held_bytes == 0
+
+
+def test_held_frames_of_a_task_that_leaves_the_plan_are_dropped():
+    sm = started({1: 1, 2: 1}, SPOUT)
+    sm.handle(FramesArrived(SPOUT, [frame(2), frame(2)], 0.0))
+    set_plan(sm, {1: 1}, plan_id="p2")
+    assert sm.held == {} and sm.held_bytes == 0 and sm.dropped_frames == 2
+
+
+def test_held_frames_over_the_high_mark_are_backpressure_until_delivered():
+    sm = started({1: 1, 2: 1}, SPOUT)
+    out = sm.handle(FramesArrived(SPOUT, [frame(2, size=HIGH)], 0.0))
+    assert sm.bp_self and backpressure(out, SPOUT) == [True] and pauses(out, SPOUT) == [True]
+    out = sm.handle(Connected(BOLT, 1.0))
+    assert not sm.bp_self and backpressure(out, SPOUT) == [False]
 
 
 def test_frames_from_another_stream_manager_are_delivered_locally_only():
