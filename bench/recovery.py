@@ -8,6 +8,10 @@ topology master candidates, and the script measures:
 - container recovery: seconds from SIGKILL of a container's executor until
   the topology is RUNNING again with a new executor, and that as a ratio to
   the submit time of the same invocation;
+- stream manager recovery: seconds from SIGKILL of a container's stream
+  manager until the topology is RUNNING again (its instances rejoined the
+  restarted one), the instances restarted by it (0: they keep running), and
+  the words counted per second meanwhile as a ratio to just before;
 - failover: seconds from SIGKILL of the leading topology master until the
   standby has published the rebuilt physical plan, and that as a ratio to
   the ZooKeeper session timeout (a dead leader's lock lasts that long);
@@ -88,6 +92,26 @@ def pid_of(data: dict, container: int, process: str) -> int:
                 if p["container"] == container and p["process"].startswith(process))
 
 
+def instance_pids(data: dict) -> dict:
+    return {p["process"]: p["pid"] for p in data["processes"] if p["process"].startswith("instance ")}
+
+
+def kill_stream_manager(run: Run, victim: int) -> tuple:
+    """SIGKILL container ``victim``'s stream manager: (seconds until RUNNING again with a new one,
+    instances whose pid changed, words/s meanwhile as a ratio to the 2 s before)."""
+    before = run.show()
+    stmgr, pids = pid_of(before, victim, "stmgr"), instance_pids(before)
+    words, at = run.words(), time.monotonic()
+    time.sleep(2)
+    rate_before = (run.words() - words) / (time.monotonic() - at)
+    words, at = run.words(), time.monotonic()
+    os.kill(stmgr, signal.SIGKILL)
+    took = run.wait(lambda: (lambda d: d["status"] == "RUNNING" and pid_of(d, victim, "stmgr") != stmgr)(run.show()))
+    rate = (run.words() - words) / (time.monotonic() - at)
+    after = instance_pids(run.show())
+    return took, sum(1 for k, pid in pids.items() if after.get(k) != pid), rate / rate_before if rate_before else 0.0
+
+
 def one_round(manager: str, session_timeout: float, zookeeper: object) -> dict:
     run = Run(manager, session_timeout, zookeeper)
     try:
@@ -103,6 +127,8 @@ def one_round(manager: str, session_timeout: float, zookeeper: object) -> dict:
         recovery = run.wait(lambda: (lambda d: d["status"] == "RUNNING"
                                      and pid_of(d, victim, "executor") != executor)(run.show()))
         time.sleep(3)
+        stmgr_recovery, restarted, stmgr_flow = kill_stream_manager(run, victim)
+        time.sleep(3)
         leader = next(p for p in run.show()["processes"] if p["process"].endswith("(leader)"))
         before_words, before_at = run.words(), time.monotonic()
         time.sleep(2)
@@ -117,7 +143,8 @@ def one_round(manager: str, session_timeout: float, zookeeper: object) -> dict:
 
         failover = run.wait(new_plan)
         rate_during = (run.words() - killed_words) / (time.monotonic() - killed_at)
-        return {"submit": submit, "recovery": recovery, "failover": failover,
+        return {"submit": submit, "recovery": recovery, "stmgr": stmgr_recovery, "restarted": restarted,
+                "stmgr flow": stmgr_flow, "failover": failover,
                 "flow": rate_during / rate_before if rate_before else float("nan")}
     finally:
         run.close()
@@ -133,15 +160,16 @@ def main() -> int:
     server = ZooKeeperServer()
     server.start()
     try:
-        print(f"{'state':<10} {'submit s':>9} {'recovery s':>11} {'x submit':>9} {'failover s':>11} "
-              f"{'x session':>10} {'flow':>6}   (median of {args.rounds} rounds)")
+        print(f"{'state':<10} {'submit s':>9} {'recovery s':>11} {'x submit':>9} {'stmgr s':>8} {'restarted':>9} "
+              f"{'flow':>6} {'failover s':>11} {'x session':>10} {'flow':>6}   (median of {args.rounds} rounds)")
         for manager in ("local", "zookeeper"):
             rounds = [one_round(manager, args.session_timeout, server) for _ in range(args.rounds)]
             med = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
             # a local leader's lock goes with its process: no session timeout to compare with
             session = f"{med['failover'] / args.session_timeout:>10.2f}" if manager == "zookeeper" else f"{'-':>10}"
             print(f"{manager:<10} {med['submit']:>9.2f} {med['recovery']:>11.2f} "
-                  f"{med['recovery'] / med['submit']:>9.2f} {med['failover']:>11.2f} {session} {med['flow']:>6.2f}")
+                  f"{med['recovery'] / med['submit']:>9.2f} {med['stmgr']:>8.2f} {med['restarted']:>9g} "
+                  f"{med['stmgr flow']:>6.2f} {med['failover']:>11.2f} {session} {med['flow']:>6.2f}")
     finally:
         server.close()
     return 0
