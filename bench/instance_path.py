@@ -23,7 +23,7 @@ import msgpack
 
 from squall.idl import schema
 from squall.loader import load_topology_file
-from squall.runtime.instance import Instance
+from squall.runtime.instance import make_instance
 from squall.runtime.protocol import DATA_HEADER_SIZE, data_frame
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -51,8 +51,8 @@ def main() -> None:
     topology = load_topology_file(WORD_COUNT).plan
     import word_count  # loaded by load_topology_file
 
-    split = Instance(topology, "split", 4, 1, None)
-    count = Instance(topology, "count", 1, 1, None)
+    split = make_instance(topology, "split", 4, 1, None)
+    count = make_instance(topology, "count", 1, 1, None)
     for inst in (split, count):
         inst.on_plan(physical_plan())
     sentences = [[word_count.sentence(i)] for i in range(1000)]

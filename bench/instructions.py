@@ -43,16 +43,15 @@ def run_task(component: str, frames: int) -> None:
     import msgpack
 
     from squall.loader import load_topology_file
-    from squall.runtime.instance import Instance
+    from squall.logical import with_overrides
+    from squall.runtime.instance import make_instance
     from squall.runtime.protocol import data_frame
 
     topology = load_topology_file(os.path.join(HERE, "topologies", "wc_bench.py")).plan
     import wc_bench  # loaded by load_topology_file
 
-    out_dir = tempfile.mkdtemp()
-    initialize = wc_bench.TimedCount.initialize
-    wc_bench.TimedCount.initialize = lambda self, config, context: initialize(self, {"bench.out.dir": out_dir}, context)
-    inst = Instance(topology, component, TASKS[component], 1, None)
+    topology = with_overrides(topology, {"bench.out.dir": tempfile.mkdtemp()})
+    inst = make_instance(topology, component, TASKS[component], 1, None)
     inst.on_plan(physical_plan())
     now = time.time()
     sentences = [[wc_bench.sentence(i), now] for i in range(1000)]

@@ -61,6 +61,8 @@ class ConfigKey:
             if not isinstance(value, str):
                 raise ConfigError(self._expected("a string", value, at))
         elif self.type == "choice":
+            if isinstance(value, bool) and ("on" if value else "off") in self.choices:
+                value = "on" if value else "off"  # YAML reads a bare off/on (a file, --config-property) as a bool
             if value not in self.choices:
                 choices = ", ".join(map(str, self.choices))
                 raise ConfigError(self._expected(f"one of {choices}", value, at))

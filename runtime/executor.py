@@ -70,14 +70,16 @@ class ProcessSpec:
     name: str
     role: str
     task: Optional[int] = None
+    chain: tuple = ()  # the tasks it runs when it runs a chain (squall/chaining.py), its own first
 
     @property
     def log_file(self) -> str:
         return f"{self.name}.log"
 
 
-def wanted_processes(container_id: int, container_plan: Any, tmasters: int = 1) -> dict:
-    """name -> ProcessSpec of everything container ``container_id`` should run."""
+def wanted_processes(container_id: int, container_plan: Any, tmasters: int = 1, chain_list: Any = ()) -> dict:
+    """name -> ProcessSpec of everything container ``container_id`` should run: one process per task,
+    but one per chain instance for the tasks of ``chain_list`` (``squall.chaining.chains``)."""
     if container_id == 0:
         specs = [ProcessSpec("metricsmgr", "metricsmgr")]
         if tmasters == 1:
@@ -87,9 +89,16 @@ def wanted_processes(container_id: int, container_plan: Any, tmasters: int = 1) 
     elif container_plan is None:
         return {}
     else:
+        from squall.chaining import chain_instances
+
         specs = [ProcessSpec("metricsmgr", "metricsmgr"), ProcessSpec("stmgr", "stmgr")]
+        chained = chain_instances(list(chain_list), [i.id for i in container_plan.instances])
+        members = {t for tasks in chained.values() for _, t in tasks[1:]}
         for i in sorted(container_plan.instances, key=lambda i: i.id.task_id):
-            specs.append(ProcessSpec(instance_process(i.id.task_id, i.id.component), "instance", i.id.task_id))
+            task = i.id.task_id
+            if task not in members:
+                chain = tuple(t for _, t in chained.get(task, ()))
+                specs.append(ProcessSpec(instance_process(task, i.id.component), "instance", task, chain))
     return {s.name: s for s in specs}
 
 
@@ -410,6 +419,19 @@ class Executor:
         for c in children:
             c.popen = None
 
+    def chains(self) -> list:
+        """The topology's chains, as the current logical plan has them (an update that changed a
+        component's parallelism may have joined or split chains)."""
+        from squall.chaining import chains
+        from squall.state import Kind, StateError
+
+        if self.container != 0:
+            try:
+                self.env.topology = self.env.state.get(Kind.TOPOLOGY, self.env.name) or self.env.topology
+            except StateError as e:
+                log.warning("cannot read the logical plan (%s); chains as they were", e)
+        return chains(self.env.topology)
+
     # the loop -----------------------------------------------------------------------------
     def on_plan(self, plan: Any) -> None:  # state watch thread
         self.new_plan = plan
@@ -427,7 +449,7 @@ class Executor:
             if self.container != 0 and self.env.container_plan() is None:
                 log.info("container %d is not in the packing plan; nothing to run", self.container)
                 return 0
-            self.apply(wanted_processes(self.container, self.env.container_plan(), self.tmasters))
+            self.apply(wanted_processes(self.container, self.env.container_plan(), self.tmasters, self.chains()))
             while not self.stopping:
                 time.sleep(0.1)
                 if self.plan_changed:
@@ -445,7 +467,7 @@ class Executor:
                     else:
                         self.leaving = None
                         self.env.packing = plan
-                        self.apply(wanted_processes(self.container, cplan, self.tmasters), plan.id)
+                        self.apply(wanted_processes(self.container, cplan, self.tmasters, self.chains()), plan.id)
                 if self.leaving is not None:
                     now = time.monotonic()
                     if leave_at is None and (self.plan_running(self.leaving) or now > leave_deadline):

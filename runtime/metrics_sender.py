@@ -106,11 +106,13 @@ class BlockingMetricsSender:
         self.backlog = MetricsBacklog()
         self.conn: Optional[BlockingConnection] = None
 
-    def send(self, row: Any) -> None:
+    def send(self, rows: list) -> None:
+        """Send ``rows`` (and what earlier sends could not)."""
         port = self.env.launch.get("metricsmgr_port")
         if not port:
             return
-        self.backlog.add(row)
+        for row in rows:
+            self.backlog.add(row)
         if self.conn is not None and _closed_by_peer(self.conn.sock):
             self.conn.close()  # a write to it would vanish: the kernel takes one after the peer is gone
             self.conn = None

@@ -107,7 +107,7 @@ def make_challenge(topology: str) -> tuple[bytes, bytes]:
 
 
 def make_hello(secret: str, challenge_frame: bytes, role: int, container: int,
-               task_id: Optional[int] = None, component: Optional[str] = None) -> bytes:
+               task_id: Optional[int] = None, component: Optional[str] = None, chain: Optional[list] = None) -> bytes:
     """The HELLO frame answering a CHALLENGE frame."""
     if challenge_frame[4] != CHALLENGE:
         raise ProtocolError(f"expected CHALLENGE, got frame type {challenge_frame[4]}")
@@ -115,6 +115,7 @@ def make_hello(secret: str, challenge_frame: bytes, role: int, container: int,
     hello = schema.Hello(
         topology_name=challenge.topology_name, role=role, proof=proof(secret, challenge.nonce),
         container=container, pid=os.getpid(), task_id=task_id, component=component, version=PROTOCOL_VERSION,
+        chain=chain,
     )
     return frame(HELLO, encode(hello))
 
@@ -185,7 +186,8 @@ class BlockingConnection:
     @classmethod
     def connect(cls, host: str, port: int, secret: str, role: int, container: int,
                 task_id: Optional[int] = None, component: Optional[str] = None,
-                timeout: float = 5.0, max_frame: int = DEFAULT_MAX_FRAME) -> "BlockingConnection":
+                timeout: float = 5.0, max_frame: int = DEFAULT_MAX_FRAME,
+                chain: Optional[list] = None) -> "BlockingConnection":
         try:
             sock = socket.create_connection((host, port), timeout=timeout)
         except OSError as e:
@@ -195,7 +197,7 @@ class BlockingConnection:
         conn = cls(sock, HANDSHAKE_MAX_FRAME)
         try:
             challenge = conn.recv_frame(timeout)
-            sock.sendall(make_hello(secret, challenge, role, container, task_id, component))
+            sock.sendall(make_hello(secret, challenge, role, container, task_id, component, chain))
         except BaseException:
             sock.close()
             raise

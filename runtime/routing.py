@@ -179,8 +179,11 @@ def build_routes(
     task_container: Mapping[int, int],
     my_container: int,
     context: Any = None,
+    chained: Optional[Mapping[str, int]] = None,
 ) -> dict:
-    """``{stream name: StreamRoute}`` for every output stream of ``component``."""
+    """``{stream name: StreamRoute}`` for every output stream of ``component``. ``chained``: consumer
+    -> the one task of it that runs in this process (a chain, ``squall/chaining.py``): every tuple
+    for that consumer goes to that task."""
     me = next(c for c in topology.components if c.name == component)
     routes = {s.name: StreamRoute(s.name, bool(s.direct), s.fields) for s in me.outputs}
     for consumer in sorted(topology.components, key=lambda c: c.name):
@@ -199,7 +202,10 @@ def build_routes(
                 continue
             idx = [route.fields.index(f) for f in inp.fields] if inp.fields else []
             single = kind != G.ALL and kind != G.CUSTOM
-            if kind in (G.SHUFFLE, G.NONE):
+            if chained and consumer.name in chained:
+                chooser = _value_free(itertools.repeat(chained[consumer.name]).__next__)
+                single = True
+            elif kind in (G.SHUFFLE, G.NONE):
                 chooser = _round_robin(tasks)
             elif kind == G.FIELDS:
                 chooser = _fields(tasks, idx)

@@ -103,7 +103,8 @@ class StreamManager:
             if hello.container != self.container or hello.task_id is None:
                 log.warning("refusing instance %s of container %s", hello.task_id, hello.container)
                 return False
-            conn.peer = LocalTask(hello.task_id, hello.component, hello.pid)
+            members = tuple((i.task_id, i.component) for i in hello.chain or ())
+            conn.peer = LocalTask(hello.task_id, hello.component, hello.pid, members)
             return True
         if hello.role == schema.Role.STMGR:
             conn.peer = PeerIn(hello.container)

@@ -82,11 +82,19 @@ _unpack_dest_count = DEST_COUNT.unpack_from
 @dataclass(frozen=True, slots=True)
 class LocalTask:
     """A local instance's connection. Its identity is its task: a task that
-    connects again replaces its earlier connection."""
+    connects again replaces its earlier connection. A process running a chain
+    connects once for all its tasks: ``members`` lists them, ``(task,
+    component)``, its own first."""
 
     task: int
     component: str = field(compare=False)
     pid: int = field(compare=False)
+    members: tuple = field(default=(), compare=False)
+
+    @property
+    def tasks(self) -> tuple:
+        """``(task, component)`` of every task it runs."""
+        return self.members or ((self.task, self.component),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,7 +287,7 @@ class StreamManagerState:
         self.heartbeat_secs = heartbeat_secs
         self.bucket_secs = bucket_secs
 
-        self.local: dict = {}  # task -> LocalTask, connected
+        self.local: dict = {}  # task -> LocalTask, connected (every task of a chain -> its process's)
         self.queues: dict = {}  # task -> QueueBound of its local instance
         self.task_container: dict = {}  # task -> container, current physical plan
         self.stale: dict = {}  # task -> (container, since): left the plan, maybe still alive
@@ -380,24 +388,29 @@ class StreamManagerState:
         kind = type(who)
         if kind is LocalTask:
             task = who.task
-            if task in self.local:
-                log.warning("task %d connected again; its old connection is closed", task)
-                self._forget_local(task)
-            self.local[task] = who
+            for t, _ in who.tasks:
+                old = self.local.get(t)
+                if old is not None:
+                    log.warning("task %d connected again; its old connection is closed", t)
+                    self._forget_local(old)
+            for t, _ in who.tasks:
+                self.local[t] = who
             self.queues[task] = QueueBound(self.max_queue_secs)
-            log.info("task %d (%s, pid %d) connected", task, who.component, who.pid)
+            log.info("task %d (%s, pid %d) connected%s", task, who.component, who.pid,
+                     f", running the chain {' -> '.join(f'{c}[{t}]' for t, c in who.members)}" if who.members else "")
             if who.component in self.spouts and self.throttled:
                 self.paused.add(task)
                 out.append(PauseReading(who, True))
                 out.append(Send(who, self.backpressure_frame(True)))
             if self.pplan is not None and task in self.task_container:
                 out.append(Send(who, self.pplan_frame))
-            held = self.held.pop(task, None)
-            if held:
-                self.held_bytes -= sum(map(len, held))
-                log.info("task %d: delivering %d frames held while it was not connected", task, len(held))
-                for f in held:
-                    self._deliver(who, f, _unpack_dest_count(f, HEADER_SIZE)[1], out, now)
+            for t, _ in who.tasks:
+                held = self.held.pop(t, None)
+                if held:
+                    self.held_bytes -= sum(map(len, held))
+                    log.info("task %d: delivering %d frames held while it was not connected", t, len(held))
+                    for f in held:
+                        self._deliver(who, f, _unpack_dest_count(f, HEADER_SIZE)[1], out, now)
             self._schedule_register(out)
             self._update_congestion(out, now)  # a replaced connection's congestion is gone
         elif kind is PeerOut:
@@ -485,12 +498,13 @@ class StreamManagerState:
             task = who.task
             if task not in self.local:
                 return
-            self._forget_local(task)
-            del self.local[task]
-            if self.stale.pop(task, None) is not None:
-                log.info("task %d (retired) disconnected; its route is gone", task)
-            else:
-                log.info("task %d disconnected", task)
+            self._forget_local(self.local[task])
+            for t, _ in who.tasks:
+                del self.local[t]
+                if self.stale.pop(t, None) is not None:
+                    log.info("task %d (retired) disconnected; its route is gone", t)
+                else:
+                    log.info("task %d disconnected", t)
             self._schedule_register(out)
         elif kind is PeerOut:
             link = self.peers.get(who.container)
@@ -519,12 +533,16 @@ class StreamManagerState:
         self._lost(who, out, now)
         return out
 
-    def _forget_local(self, task: int) -> None:
-        """A local task's connection is gone: its queue and its congestion go with it."""
-        self.queues.pop(task, None)
-        self.full_queues.discard(task)
-        self.paused.discard(task)
-        self.blocked.discard(self.local[task])
+    def _forget_local(self, who: LocalTask) -> None:
+        """A local instance's connection is gone: its queue and its congestion go with it."""
+        self.queues.pop(who.task, None)
+        self.full_queues.discard(who.task)
+        self.paused.discard(who.task)
+        self.blocked.discard(who)
+
+    def connections(self) -> list:
+        """The local instances' connections, one each (a chain's tasks share theirs)."""
+        return [who for task, who in self.local.items() if task == who.task]
 
     # routing -------------------------------------------------------------------------
     def _route(self, f: bytes, out: list, now: float) -> None:
@@ -612,8 +630,8 @@ class StreamManagerState:
             if cid not in self.peers:
                 link = self.peers[cid] = PeerLink(cid, s.host, s.data_port)
                 out.append(Connect(link.who, link.host, link.port))
-        for task in self.local.values():
-            out.append(Send(task, raw_frame))  # retiring local tasks too: they stop routing to removed tasks
+        for who in self.connections():
+            out.append(Send(who, raw_frame))  # retiring local tasks too: they stop routing to removed tasks
         for task in [t for t in self.held if new.get(t) != self.container]:
             frames = self.held.pop(task)  # held without a plan, or for a task that moved or left: route again
             self.held_bytes -= sum(map(len, frames))
@@ -675,7 +693,8 @@ class StreamManagerState:
             self.bp_time += now - self.bp_since
             self.bp_since = None
         frame = None
-        for task, who in self.local.items():
+        for who in self.connections():
+            task = who.task
             if who.component in self.spouts and (task in self.paused) != throttled:
                 (self.paused.add if throttled else self.paused.discard)(task)
                 out.append(PauseReading(who, throttled))
@@ -702,10 +721,11 @@ class StreamManagerState:
 
     def registration(self) -> Any:
         instances = [
-            schema.InstanceLocation(id=schema.InstanceId(component=who.component, task_id=task, component_index=-1),
+            schema.InstanceLocation(id=schema.InstanceId(component=component, task_id=task, component_index=-1),
                                     container=self.container, pid=who.pid)
-            for task, who in sorted(self.local.items())
+            for who in self.connections() for task, component in who.tasks
         ]
+        instances.sort(key=lambda i: i.id.task_id)
         loc = schema.StMgrLocation(container=self.container, host=self.host, data_port=self.data_port, pid=self.pid)
         return schema.RegisterStMgr(stmgr=loc, instances=instances)
 

@@ -62,6 +62,9 @@ struct Component {
   6: required list<InputStream> inputs,
   // key -> JSON text of the value
   7: required map<string, string> config,
+  // A bolt's class acks each tuple when process() returns (Bolt.auto_ack): at
+  // least once, only such bolts are chained (squall/chaining.py).
+  8: optional bool auto_ack,
 }
 
 struct Topology {
@@ -235,6 +238,8 @@ struct Hello {
   7: optional string component,
   // the wire protocol's version (runtime/protocol.py PROTOCOL_VERSION); another is refused
   8: optional i32 version,
+  // an instance process running a chain (squall/chaining.py): every task it runs, task_id's first
+  9: optional list<InstanceId> chain,
 }
 
 // stmgr -> tmaster, sent again whenever its set of local instances changes.

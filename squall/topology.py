@@ -228,6 +228,7 @@ class _Validator:
             ],
             inputs=inputs,
             config=encode_config(spec.config or {}, f"{where}.config"),
+            auto_ack=bool(getattr(spec.cls, "auto_ack", True)) if spec.kind == "BOLT" else None,
         )
 
     def _inputs(self, spec: ComponentSpec, where: str) -> list:

@@ -21,7 +21,6 @@ from typing import Any, Optional
 import psutil
 
 from squall.idl import schema
-from squall.logical import instance_process
 from squall.state.base import Kind, StateManager, member
 
 SUBMITTED, RUNNING, PAUSED, DEGRADED, FAILED = "SUBMITTED", "RUNNING", "PAUSED", "DEGRADED", "FAILED"
@@ -46,20 +45,21 @@ def alive(pid: int) -> bool:
 
 
 def unconnected(pplan: Any, records: dict) -> list:
-    """What the physical plan lists with another pid than the process alive now: a stream manager or
-    instance that restarted and has not rejoined yet (a restarted instance is listed once it has
-    connected to its stream manager, a restarted stream manager once it has registered again)."""
-    alive_pids = {}
+    """What the physical plan lists with a pid no live process of its container has: a stream manager
+    or instance that restarted and has not rejoined yet (a restarted instance is listed, with its new
+    pid, once it has connected to its stream manager; a restarted stream manager once it has
+    registered again; the tasks of a chain share their process's pid)."""
+    live: dict = {}
+    stmgr_pid: dict = {}
     for cid, record in records.items():
-        for p in record.processes:
-            alive_pids[cid, p.name] = p.pid
+        live[cid] = {p.pid for p in record.processes if p.pid}
+        stmgr_pid[cid] = next((p.pid for p in record.processes if p.name == "stmgr"), 0)
     out = []
     for s in pplan.stmgrs:
-        pid = alive_pids.get((s.container, "stmgr"))
+        pid = stmgr_pid.get(s.container)
         if pid and pid != s.pid:
             out.append(f"container {s.container}: its stream manager (pid {pid}) has not registered yet")
-    waiting = [i for i in pplan.instances
-               if alive_pids.get((i.container, instance_process(i.id.task_id, i.id.component)), i.pid) not in (0, i.pid)]
+    waiting = [i for i in pplan.instances if i.container in live and i.pid not in live[i.container]]
     for i in waiting[:3]:
         out.append(f"container {i.container}: instance {i.id.component} task {i.id.task_id} has not connected to "
                    "its stream manager yet")

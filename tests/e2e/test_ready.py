@@ -74,6 +74,11 @@ def test_status_names_what_the_physical_plan_still_lists_with_a_dead_pid():
     assert unconnected(pplan, records) == [
         "container 1: its stream manager (pid 11) has not registered yet",
         "container 1: instance count task 3 has not connected to its stream manager yet"]
-    records[1].processes[1] = _Process("instance-3-count", 0)  # down: reported as down, not here
+    records[1].processes[1] = _Process("instance-3-count", 0)  # down: its old pid is not connected either
     records[1].processes[0] = _Process("stmgr", 10)
+    assert unconnected(pplan, records) == [
+        "container 1: instance count task 3 has not connected to its stream manager yet"]
+    records[1].processes[1] = _Process("chain-3-count", 30)  # a process running a chain: tasks share its pid
+    records[1].processes[2] = _Process("metricsmgr", 99)
+    pplan.instances[1].pid = 30
     assert unconnected(pplan, records) == []

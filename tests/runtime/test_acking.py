@@ -7,7 +7,7 @@ from squall import Bolt, Spout
 from squall.idl import schema
 from squall.loader import load_topology_file
 from squall.runtime.acking import AckTracker, new_value, new_root, root_task
-from squall.runtime.instance import Instance
+from squall.runtime.instance import make_instance
 from squall.runtime.protocol import ACK, CONTROL, DATA, FrameReader, decode_control, frame_dest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -46,10 +46,10 @@ class Wiring:
     def __init__(self, ids, double, sinks, batch_size=1000):
         self.topology = load_topology_file(os.path.join(HERE, "topologies", "rt_reliable.py")).plan
         kw = {"batch_size": batch_size}
-        self.tasks = {2: Instance(self.topology, "ids", 2, 1, None, component_obj=ids, **kw),
-                      1: Instance(self.topology, "double", 1, 1, None, component_obj=double, **kw),
-                      3: Instance(self.topology, "sink", 3, 1, None, component_obj=sinks[0], **kw),
-                      4: Instance(self.topology, "sink", 4, 1, None, component_obj=sinks[1], **kw)}
+        self.tasks = {2: make_instance(self.topology, "ids", 2, 1, None, component_obj=ids, **kw),
+                      1: make_instance(self.topology, "double", 1, 1, None, component_obj=double, **kw),
+                      3: make_instance(self.topology, "sink", 3, 1, None, component_obj=sinks[0], **kw),
+                      4: make_instance(self.topology, "sink", 4, 1, None, component_obj=sinks[1], **kw)}
         names = {2: "ids", 1: "double", 3: "sink", 4: "sink"}
         plan = schema.PhysicalPlan(
             topology_name="rt_reliable", packing_plan_id="p", status=schema.TopologyStatus.RUNNING,
@@ -371,11 +371,12 @@ def test_a_root_that_an_open_tree_has_is_drawn_again(monkeypatch):
     """Roots have 48 random bits: a collision must not overwrite (and so lose) an open tree's id."""
     import itertools
 
-    from squall.runtime import acking, instance
+    from squall.runtime import acking
+    from squall.runtime.instance import emit
 
     low = 0xABCDEF
     draws = itertools.chain([(1 << 60) | low, (2 << 60) | low], itertools.count(1 << 62))  # same low bits
-    monkeypatch.setattr(instance, "random_bits", lambda n: next(draws))
+    monkeypatch.setattr(emit, "random_bits", lambda n: next(draws))
     monkeypatch.setattr(acking, "random_bits", lambda n: 0x123456)
     ids = Ids(2)
     w = Wiring(ids, Double(), [Sink(), Sink()])

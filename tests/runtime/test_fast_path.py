@@ -5,7 +5,7 @@ import pytest
 from squall import Bolt, Grouping, Spout, Stream, TopologyBuilder
 from squall.idl import schema
 from squall.logical import task_ids
-from squall.runtime.instance import Instance
+from squall.runtime.instance import make_instance
 from squall.runtime.protocol import DATA_HEADER_SIZE, FrameReader, frame_dest
 from squall.runtime.routing import RoutingError, stable_hash
 
@@ -43,7 +43,7 @@ def instance(topology, component_obj, batch_size=1000):
                  for c, ts in tasks.items() for i, t in enumerate(ts)]
     plan = schema.PhysicalPlan(topology_name="fast", packing_plan_id="p", status=schema.TopologyStatus.RUNNING,
                                tmaster=None, stmgrs=[], instances=locations)
-    inst = Instance(topology, "src", tasks["src"][0], 1, {}, batch_size=batch_size, component_obj=component_obj)
+    inst = make_instance(topology, "src", tasks["src"][0], 1, {}, batch_size=batch_size, component_obj=component_obj)
     inst.on_plan(plan)
     return inst, tasks["sink"]
 

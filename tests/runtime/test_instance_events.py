@@ -5,7 +5,7 @@ import msgpack
 
 from squall.idl import schema
 from squall.loader import load_topology_file
-from squall.runtime.instance import Instance
+from squall.runtime.instance import make_instance
 from squall.runtime.protocol import DATA, CONTROL, FrameReader, control_frame, data_frame
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -70,7 +70,7 @@ def sent(inst):
 
 def test_tuples_before_the_plan_wait_for_it_and_keep_their_order():
     rec = Recorder()
-    inst = Instance(TOPOLOGY, "sink", 9, 1, None, component_obj=rec)
+    inst = make_instance(TOPOLOGY, "sink", 9, 1, None, component_obj=rec)
     inst.on_frame(tuples(1, 1, 2), 0.0)
     assert rec.seen == [] and inst.queue_depth(0) == 2
     inst.on_frame(plan_frame(1), 0.0)
@@ -81,7 +81,7 @@ def test_tuples_before_the_plan_wait_for_it_and_keep_their_order():
 def test_a_sender_newer_than_the_plan_waits_for_a_plan_that_names_it():
     """A scale-up can reach a new sender before its receiver: its tuples keep their fields."""
     rec = Recorder()
-    inst = Instance(TOPOLOGY, "sink", 9, 1, None, component_obj=rec)
+    inst = make_instance(TOPOLOGY, "sink", 9, 1, None, component_obj=rec)
     inst.on_frame(plan_frame(1), 0.0)
     inst.on_frame(tuples(2, 7), 0.0)  # from task 2: not in the plan yet
     assert rec.seen == [] and len(inst.waiting) == 1
@@ -90,7 +90,7 @@ def test_a_sender_newer_than_the_plan_waits_for_a_plan_that_names_it():
 
 
 def test_a_bolt_reports_what_it_consumed_at_each_flush():
-    inst = Instance(TOPOLOGY, "sink", 9, 1, None, component_obj=Recorder())
+    inst = make_instance(TOPOLOGY, "sink", 9, 1, None, component_obj=Recorder())
     inst.on_frame(plan_frame(1), 0.0)
     inst.on_frame(tuples(1, 1, 2, 3), 0.0)
     inst.flush_all()
@@ -103,7 +103,7 @@ def test_a_bolt_reports_what_it_consumed_at_each_flush():
 
 
 def test_backpressure_stops_a_spout_and_its_time_is_counted_per_bucket():
-    spout = Instance(TOPOLOGY, "busy", 1, 1, None, component_obj=Counter())
+    spout = make_instance(TOPOLOGY, "busy", 1, 1, None, component_obj=Counter())
     spout.on_frame(plan_frame(1), 0.0)
     bp = lambda on: control_frame(backpressure=schema.Backpressure(1, on))  # noqa: E731
     assert spout.may_emit
@@ -120,7 +120,7 @@ def test_backpressure_stops_a_spout_and_its_time_is_counted_per_bucket():
 
 
 def test_queue_depth_counts_unread_bytes_in_tuples_of_the_buckets_size():
-    inst = Instance(TOPOLOGY, "sink", 9, 1, None, component_obj=Recorder())
+    inst = make_instance(TOPOLOGY, "sink", 9, 1, None, component_obj=Recorder())
     inst.on_frame(plan_frame(1), 0.0)
     frame = tuples(1, *range(100))
     inst.on_frame(frame, 0.0)
@@ -134,7 +134,7 @@ def test_timers_flush_tick_and_end_buckets_when_due():
     rec = Recorder()
     config = {**_config(), "topology.tick.tuple.freq.secs": 2, "topology.builtin.metrics.bucket.size.secs": 5,
               "squall.instance.flush.interval.ms": 10}
-    bolt = Instance(TOPOLOGY, "sink", 9, 1, config, component_obj=rec)
+    bolt = make_instance(TOPOLOGY, "sink", 9, 1, config, component_obj=rec)
     bolt.on_frame(plan_frame(1), 0.0)
     bolt.timers.start(100.0)
     bolt.on_frame(tuples(1, 1), 0.0)
@@ -147,24 +147,24 @@ def test_timers_flush_tick_and_end_buckets_when_due():
     assert bolt.on_timers(105.0) and rec.ticks == 2, "the bucket ends at 105"
     assert not bolt.on_timers(106.0)
     assert bolt.timers.next_expire == float("inf"), "a bolt has no trees to expire"
-    spout = Instance(TOPOLOGY, "busy", 1, 1, None, component_obj=Counter())
+    spout = make_instance(TOPOLOGY, "busy", 1, 1, None, component_obj=Counter())
     assert spout.timers.next_tick == float("inf"), "spouts get no tick tuples"
 
 
 def test_a_spout_emits_once_initialized_and_only_while_active():
-    spout = Instance(TOPOLOGY, "busy", 1, 1, None, component_obj=Counter())
+    spout = make_instance(TOPOLOGY, "busy", 1, 1, None, component_obj=Counter())
     assert not spout.may_emit, "no plan yet: not initialized"
     spout.on_frame(plan_frame(1, status=schema.TopologyStatus.PAUSED), 0.0)
     assert spout.initialized and not spout.may_emit, "deactivated"
     spout.on_frame(plan_frame(1), 0.0)
     assert spout.may_emit
-    bolt = Instance(TOPOLOGY, "sink", 9, 1, None, component_obj=Recorder())
+    bolt = make_instance(TOPOLOGY, "sink", 9, 1, None, component_obj=Recorder())
     bolt.on_frame(plan_frame(1), 0.0)
     assert not bolt.may_emit, "bolts emit from process(), not on their own"
 
 
 def test_a_spout_flushes_partial_batches_on_the_flush_timer():
-    spout = Instance(TOPOLOGY, "busy", 1, 1, None, component_obj=Counter())
+    spout = make_instance(TOPOLOGY, "busy", 1, 1, None, component_obj=Counter())
     spout.on_frame(plan_frame(1), 0.0)
     spout.timers.start(0.0)
     assert spout.spout_burst(5) and spout.out == bytearray()  # 5 tuples: no batch is full

@@ -5,7 +5,7 @@ from collections import Counter
 import msgpack
 import pytest
 
-from squall.runtime.instance import Instance
+from squall.runtime.instance import make_instance
 from squall.runtime.protocol import DATA_HEADER_SIZE, FrameReader, frame_dest
 from squall.runtime.routing import RoutingError, build_routes, stable_hash
 
@@ -91,7 +91,7 @@ def test_instance_batches_per_destination_and_keeps_stream_order():
     from squall.logical import task_ids
 
     src_task = task_ids(topo)["src"][0]
-    inst = Instance(topo, "src", src_task, 1, {}, batch_size=4, component_obj=rt_groupings.Src())
+    inst = make_instance(topo, "src", src_task, 1, {}, batch_size=4, component_obj=rt_groupings.Src())
     inst.on_plan(_plan(topo, lambda t: 1))
     glob_task = min(task_ids(topo)["glob"])
     for i in range(3):

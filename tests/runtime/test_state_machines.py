@@ -84,7 +84,7 @@ def test_spout_burst_stops_at_the_first_complete_batch():
     import os
 
     from squall.loader import load_topology_file
-    from squall.runtime.instance import Instance
+    from squall.runtime.instance import make_instance
 
     here = os.path.dirname(os.path.abspath(__file__))
     topology = load_topology_file(os.path.join(here, "topologies", "rt_busy.py")).plan
@@ -97,7 +97,7 @@ def test_spout_burst_stops_at_the_first_complete_batch():
             for i in range(100):
                 self._collector.emit([i], "default", None, None, None)
 
-    inst = Instance(topology, "busy", 1, 1, None, batch_size=1000, component_obj=Hundred())
+    inst = make_instance(topology, "busy", 1, 1, None, batch_size=1000, component_obj=Hundred())
     pplan = schema.PhysicalPlan(
         topology_name=topology.name, packing_plan_id="p", status=schema.TopologyStatus.RUNNING,
         tmaster=schema.TMasterLocation(topology_name=topology.name, host="h", control_port=1, pid=1, run_id="r"),
@@ -118,7 +118,7 @@ def test_frames_from_a_sender_newer_than_the_plan_wait_for_the_plan():
     import msgpack
 
     from squall.loader import load_topology_file
-    from squall.runtime.instance import Instance
+    from squall.runtime.instance import make_instance
     from squall.runtime.protocol import data_frame
 
     here = os.path.dirname(os.path.abspath(__file__))
@@ -142,7 +142,7 @@ def test_frames_from_a_sender_newer_than_the_plan_wait_for_the_plan():
             tmaster=schema.TMasterLocation(topology_name=topology.name, host="h", control_port=1, pid=1, run_id="r"),
             stmgrs=[schema.StMgrLocation(container=1, host="h", data_port=2, pid=1)], instances=locations)
 
-    inst = Instance(topology, "sink", 9, 1, None, component_obj=Recorder())
+    inst = make_instance(topology, "sink", 9, 1, None, component_obj=Recorder())
     inst.on_plan(plan(1))
     frame = data_frame(9, msgpack.packb([2, [["default", [[7]]]]]))  # from task 2: not in the plan yet
     assert inst.on_data(frame, 0.0) is None and seen == []

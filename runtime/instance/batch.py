@@ -1,0 +1,118 @@
+"""What an instance has emitted and not yet sent: one ``Batch`` per destination task."""
+from __future__ import annotations
+
+from itertools import chain
+from typing import Any, Optional
+
+from squall.runtime.acking import Roots, Span, new_value, roots_of
+
+INT = {int}
+NO_ANCHOR = object()  # a batch's open span takes no more tuples (a spout's, one anchored to several inputs)
+
+
+class Batch:
+    """Tuples waiting for one destination task: runs of [stream, values] in emit order.
+
+    At least once a run is ``[stream, values, spans]``; ``spans`` is a flat ``[start, roots,
+    value, start, roots, value, ...]``: the tuples from index ``start`` on belong to the trees
+    ``roots`` (one root, a list, or None: not tracked) with the span's ``value``
+    (``runtime/acking.py``). ``anchor`` is the received ``Span`` the open span's tuples are
+    anchored to: the next tuple anchored to it joins that span (a sentence's words), any other
+    starts one.
+
+    ``vals`` is the open (last) run; the batch is full once it holds ``limit``
+    values, which is the batch size less what earlier runs hold. A batch
+    lives as long as its destination: sending it clears it.
+    """
+
+    __slots__ = ("dest", "targets", "size", "runs", "stream", "vals", "limit", "spans", "anchor")
+
+    def __init__(self, dest: int, size: int) -> None:
+        self.dest = dest
+        self.targets = (dest,)  # what an emit to this destination alone returns
+        self.size = size
+        self.clear()
+
+    def clear(self) -> None:
+        self.runs: list = []
+        self.stream: Optional[str] = None
+        self.vals: list = []
+        self.spans: list = []
+        self.anchor: Any = NO_ANCHOR
+        self.limit = self.size
+
+    def open_run(self, stream: str, tracked: bool) -> None:
+        self.limit -= len(self.vals)
+        self.stream = stream
+        self.vals = []
+        if tracked:
+            self.spans = []
+            self.anchor = NO_ANCHOR
+            self.runs.append([stream, self.vals, self.spans])
+        else:
+            self.runs.append([stream, self.vals])
+
+    def add(self, stream: str, values: Any) -> None:
+        if stream != self.stream:
+            self.open_run(stream, False)
+        self.vals.append(values)
+
+    def add_span(self, stream: str, values: Any, roots: Optional[Roots], value: Any) -> None:
+        """At least once: ``values`` starts a span of its own in the trees ``roots`` (None and 0: not
+        tracked); the next tuple starts another."""
+        if stream != self.stream:
+            self.open_run(stream, True)
+        self.spans += (len(self.vals), roots, value)
+        self.anchor = NO_ANCHOR
+        self.vals.append(values)
+
+    def join(self, stream: str, values: Any, anchor: Optional[Span]) -> None:
+        """At least once: ``values`` anchored to the received span ``anchor`` (None: not tracked). It
+        joins the open span if that is ``anchor``'s; else it starts one that takes a share of
+        ``anchor``'s value, and ``anchor``'s ack may ride on it."""
+        if stream != self.stream:
+            self.open_run(stream, True)
+        if anchor is not self.anchor:
+            spans = self.spans
+            if anchor is None:
+                spans += (len(self.vals), None, 0)
+            else:
+                share = new_value()
+                anchor.delta ^= share
+                spans += (len(self.vals), anchor.roots, share)
+                anchor.carried = spans
+                anchor.at = len(spans) - 1
+            self.anchor = anchor
+        self.vals.append(values)
+
+    @property
+    def full(self) -> bool:
+        return len(self.vals) >= self.limit
+
+    def count(self) -> int:
+        return sum(len(run[1]) for run in self.runs)
+
+    def roots(self) -> set:
+        """The trees its tuples are in (at least once)."""
+        return {root for run in self.runs for roots in run[2][1::3] if roots is not None
+                for root in roots_of(roots)}
+
+
+def untouched_acks(spans: list, touched: list) -> list:
+    """``[root, value, ...]``: the acks of a received run's spans that never got a ``Span`` (acked
+    whole: each sends its value as it came), leaving out those that start at an index in
+    ``touched``. At C speed when every span has one root, the common case."""
+    if len(touched) * 3 == len(spans):
+        return []
+    roots, values = spans[1::3], spans[2::3]
+    if not touched and set(map(type, roots)) <= INT and set(map(type, values)) <= INT:
+        return list(chain.from_iterable(zip(roots, values)))
+    pairs: list = []
+    skip = set(touched)
+    for k in range(0, len(spans), 3):
+        if spans[k + 1] is None or k in skip:
+            continue
+        value = spans[k + 2]
+        for i, root in enumerate(roots_of(spans[k + 1])):
+            pairs += (root, value if value.__class__ is int else value[i])
+    return pairs

@@ -1,0 +1,79 @@
+"""The bolt's driver at most once: ``process`` over the tuples of each DATA frame, ticks, and the
+``consumed`` reports its stream manager bounds its queue with. At least once is
+``ReliableBoltInstance`` (``reliable.py``), built on this."""
+from __future__ import annotations
+
+import time
+from typing import Any, Optional
+
+import msgpack
+
+from squall.component import SYSTEM_COMPONENT, TICK_STREAM, Tuple, TupleSource
+from squall.runtime.instance.state import InstanceState
+from squall.runtime.instance.tuples import ReceivedTuple
+from squall.runtime.protocol import DATA_HEADER_SIZE, control_frame
+
+
+class BoltInstance(InstanceState):
+    def init_role(self) -> None:
+        self.consumed = 0  # tuples processed since the last report to the stream manager
+        self.sources: dict = {}  # (source task, stream) -> TupleSource
+
+    def on_tasks(self, component_tasks: dict) -> None:
+        self.sources.clear()
+
+    def source(self, src: int, comp: str, stream: str) -> TupleSource:
+        """What tuples from task ``src`` of ``comp`` on ``stream`` say of where they come from."""
+        source = self.sources.get((src, stream))
+        if source is None:
+            source = self.sources[src, stream] = TupleSource(comp, stream, src, self.fields_of.get((comp, stream), ()))
+        return source
+
+    def on_data(self, frame_bytes: bytes, arrived: float) -> Optional[int]:
+        """Run the bolt over one DATA frame; returns the tuples executed.
+
+        None when the sending task is newer than this instance's physical plan
+        (a scale-up reached the sender first): the caller keeps the frame until
+        a plan names its sender, so every tuple gets its component and fields.
+        """
+        src, runs = msgpack.unpackb(memoryview(frame_bytes)[DATA_HEADER_SIZE:], raw=False)
+        comp = self.task_component.get(src)
+        if comp is None:
+            return None
+        return self.on_runs(src, comp, runs, arrived)
+
+    def on_runs(self, src: int, comp: str, runs: list, arrived: float) -> int:
+        """The runs ``[stream, values]`` of one frame from task ``src``: each tuple through process()."""
+        process = self.component.process
+        make = ReceivedTuple
+        clock = time.perf_counter
+        done = 0
+        t_start = clock()
+        for stream, vals in runs:
+            source = self.source(src, comp, stream)
+            for v in vals:
+                tup = make()
+                tup.values = v
+                tup.source = source
+                process(tup)
+            done += len(vals)
+        self.account(done, t_start, clock(), arrived)
+        return done
+
+    def account(self, done: int, t_start: float, t_end: float, arrived: float) -> None:
+        """Counters of one frame's ``done`` tuples, processed from ``t_start`` to ``t_end``."""
+        self.execute_count += done
+        self.execute_calls += done
+        self.execute_time += t_end - t_start
+        # process latency: arrival of the batch to the end of each tuple, averaged
+        self.process_calls += done
+        self.process_time += done * ((t_end - t_start) / 2 + (t_start - arrived))
+        self.consumed += done
+
+    def tick(self) -> None:
+        self.component.process_tick(Tuple(None, SYSTEM_COMPONENT, TICK_STREAM, -1, [], ()))
+
+    def flush_role(self) -> None:
+        if self.consumed:
+            self.out += control_frame(consumed=self.consumed)
+            self.consumed = 0

@@ -1,0 +1,178 @@
+"""The hot path of every emit, written once: the component's class with a generated fast ``emit``.
+
+``emit`` on a stream with no subscriber or one that picks one task (all but
+all, custom and direct) skips the generic route walk (``InstanceState.emit``):
+one chooser call and an append to the destination's open run. At most once,
+a bolt's ``ack``/``fail`` go to the instance's counters directly. A class that
+overrides ``emit``, ``ack`` or ``fail`` keeps its own, which goes through the
+collector.
+
+The fast methods go on a subclass made here (same name and module), and the
+component is made from it, not patched afterwards: an instance attribute that
+shadows a class method, or a class swapped under an object, defeats CPython's
+attribute specialisation, which costs more than the layers it saves. (A
+component object handed in, as unit tests do, gets the subclass as its class:
+right, if slower.)
+
+Where a line inlines a method (``Batch.add_span``, ``Batch.join``,
+``AckTracker.start``), a comment names it: a change to one is a change to both.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Optional
+
+from squall.runtime.acking import ROOT_BITS, TASK_SHIFT, random_bits
+from squall.runtime.instance.batch import NO_ANCHOR
+from squall.stream import DEFAULT_STREAM
+
+
+def runtime_class(inst: Any, cls: type) -> type:
+    """``cls`` with ``inst``'s fast paths, where it does not override them."""
+    from squall.component import Bolt, Spout
+
+    base = Spout if inst.is_spout else Bolt
+    methods: dict = {}
+    if getattr(cls, "emit", None) is base.emit:
+        emit = fast_emit(inst, tracked=inst.reliable)
+        if inst.chained:
+            emit = delivering(inst, emit)
+        if inst.is_spout:
+            def spout_emit(spout: Any, values: Any, tup_id: Any = None, stream: str = DEFAULT_STREAM,
+                           direct_task: Optional[int] = None) -> tuple:
+                return emit(spout, values, stream, None, direct_task, tup_id)
+
+            methods["emit"] = spout_emit
+        else:
+            methods["emit"] = emit
+    if not inst.is_spout and not inst.reliable:  # at least once, acks and fails go through the collector
+        def ack(bolt: Any, tup: Any) -> None:
+            inst.ack_count += 1
+
+        def fail(bolt: Any, tup: Any) -> None:
+            inst.fail_count += 1
+
+        if getattr(cls, "ack", None) is Bolt.ack:
+            methods["ack"] = ack
+        if getattr(cls, "fail", None) is Bolt.fail:
+            methods["fail"] = fail
+    if not methods:
+        return cls
+    return type(cls.__name__, (cls,), {"__slots__": (), "__module__": cls.__module__,
+                                       "__qualname__": cls.__qualname__, **methods})
+
+
+def delivering(inst: Any, emit: Callable) -> Callable:
+    """``emit`` of a chain member: a stream delivered to the next member (``inst.delivered``, set per
+    plan by ``chain.refresh``) is handed to it by call; any other takes ``emit``."""
+    delivered = inst.delivered
+
+    def chain_emit(component: Any, values: Any, stream: str = DEFAULT_STREAM, anchors: Any = None,
+                   direct_task: Optional[int] = None, tup_id: Any = None) -> tuple:
+        deliver = delivered.get(stream)
+        if deliver is None or anchors is not None or direct_task is not None:
+            return emit(component, values, stream, anchors, direct_task, tup_id)
+        return deliver(values, tup_id)
+
+    return chain_emit
+
+
+def fast_emit(inst: Any, tracked: bool = False) -> Callable:
+    """A bolt-signature ``emit`` method with the fast path; ``inst.fast_routes`` is refreshed per plan.
+
+    ``tracked`` (at least once): a spout's tuple emitted with an id starts a tree; a bolt's is
+    anchored to the one being processed (when ``auto_anchor``); explicit anchors take the
+    generic path.
+    """
+    fast = inst.fast_routes
+    batches = inst.batches
+    slow = inst.emit
+    send = inst._send
+    append = inst._append
+    emits = inst._emits
+    bits = random_bits
+    spout = inst.is_spout
+    auto_anchor = tracked and not spout and inst.auto_anchor
+    auto_ack = tracked and not spout and inst.auto_ack
+    trees = inst.tracker.trees if spout else None
+    task_id = inst.task_id
+    task_bits = task_id << TASK_SHIFT
+    clock = time.monotonic
+
+    def emit(component: Any, values: Any, stream: str = DEFAULT_STREAM, anchors: Any = None,
+             direct_task: Optional[int] = None, tup_id: Any = None) -> tuple:
+        try:
+            fields, key_index, key_batches, key_miss, next_task, choose = fast[stream]
+        except KeyError:
+            return slow(values, stream, tup_id, anchors, direct_task)
+        if len(values) != fields or direct_task is not None or (tracked and anchors is not None):
+            return slow(values, stream, tup_id, anchors, direct_task)
+        emits[0] += 1
+        if key_batches is not None:
+            try:
+                batch = key_batches[values[key_index]]
+            except KeyError:
+                batch = key_miss(values[key_index])
+            except TypeError:  # an unhashable key
+                batch = batches[choose(values)]
+        elif next_task is not None:
+            batch = batches[next_task()]
+        elif choose is None:  # nothing subscribes to this stream
+            if tracked and spout and tup_id is not None:
+                inst.complete(tup_id, 0.0)  # a tree without spans is complete at once
+            return ()
+        else:
+            batch = batches[choose(values)]
+        if tracked:
+            if spout and tup_id is not None:  # new_value(), fresh_root() and AckTracker.start() inlined
+                value = bits(64) or 1
+                root = task_bits | (value & ROOT_BITS)  # the span value's random bits serve the root too
+                entry = [tup_id, value, clock()]
+                if trees.setdefault(root, entry) is not entry:  # an open tree has this root
+                    root = inst.tracker.open_root(task_id, tup_id, value, entry[2])
+                if batch.stream != stream:
+                    batch.open_run(stream, True)
+                vals = batch.vals
+                spans = batch.spans
+                spans += (len(vals), root, value)  # Batch.add_span inlined
+                batch.anchor = NO_ANCHOR
+                vals.append(values)
+                if len(vals) >= batch.limit:
+                    send(batch)
+                return batch.targets
+            if not auto_anchor:
+                anchor = None
+            elif auto_ack:
+                anchor = inst.anchor_span or inst.anchor()
+            else:
+                anchor = inst.current.span
+            if batch.stream != stream:
+                batch.join(stream, values, anchor)
+                if batch.full:
+                    send(batch)
+                return batch.targets
+            vals = batch.vals
+            if anchor is not batch.anchor:  # a new span (Batch.join inlined): a sentence's first word
+                spans = batch.spans
+                if anchor is None:
+                    spans += (len(vals), None, 0)
+                else:
+                    share = bits(64) or 1
+                    anchor.delta ^= share
+                    spans += (len(vals), anchor.roots, share)
+                    anchor.carried = spans
+                    anchor.at = len(spans) - 1
+                batch.anchor = anchor
+            vals.append(values)
+            if len(vals) >= batch.limit:
+                send(batch)
+        elif batch.stream == stream:
+            vals = batch.vals
+            vals.append(values)
+            if len(vals) >= batch.limit:
+                send(batch)
+        else:
+            append(batch, stream, values)
+        return batch.targets
+
+    return emit

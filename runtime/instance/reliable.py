@@ -1,0 +1,279 @@
+"""The bolt's driver at least once: tuples in their spans, anchoring, acking, failing, ACK frames.
+
+Tuples carry their trees in spans (``runtime/acking.py``). A bolt anchors,
+acks and fails (automatically by default: ``auto_anchor``, ``auto_ack``,
+``auto_fail``, streamparse's defaults) and sends its acks to the spout tasks
+in ACK frames; an ack rides on the last tuple the bolt emitted in the same
+trees while that tuple is unsent.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Optional
+
+from squall.runtime.acking import TASK_SHIFT, Roots, Span, root_task, roots_of, shared_span
+from squall.runtime.instance.batch import untouched_acks
+from squall.runtime.instance.bolt import BoltInstance
+from squall.runtime.instance.tuples import IDLE, AutoAckedTuple, TrackedTuple
+from squall.runtime.protocol import ACK, RateLimitedLog, data_frame
+
+log = logging.getLogger("squall.runtime.instance")
+FAILED_TUPLES = RateLimitedLog(log)  # a bolt that raises on every tuple writes one line per 10 s
+_END = object()  # appended to a received run: its last span ends there
+
+
+class ReliableBoltInstance(BoltInstance):
+    def init_role(self) -> None:
+        super().init_role()
+        self.acks_out: dict = {}  # spout task -> [[root, value, root, value, ...], [failed root, ...]]
+        self.current: Any = IDLE  # the tuple process() is running on (auto_anchor)
+        self.handled = 0  # tuples the bolt acked or failed itself under auto_ack (not acked again)
+        # under auto_ack, the received span being processed: its roots and value, its Span once
+        # something needed one (an anchored emit, a fail), and the Span auto_anchor emits join now
+        self.span_roots: Optional[Roots] = None
+        self.span_value: Any = 0
+        self.span: Optional[Span] = None
+        self.anchor_span: Optional[Span] = None
+        self.spout_task: Optional[int] = None  # the plan's only spout task, if it has one
+
+    def runtime_class(self, cls: type) -> type:
+        self.auto_anchor = bool(getattr(cls, "auto_anchor", True))
+        self.auto_ack = bool(getattr(cls, "auto_ack", True))
+        self.auto_fail = bool(getattr(cls, "auto_fail", True))
+        return super().runtime_class(cls)
+
+    def on_tasks(self, component_tasks: dict) -> None:
+        super().on_tasks(component_tasks)
+        from squall.idl import schema
+
+        spout_tasks = [t for c in self.topology.components if c.kind == schema.ComponentKind.SPOUT
+                       for t in component_tasks.get(c.name, ())]
+        self.spout_task = spout_tasks[0] if len(spout_tasks) == 1 else None  # then every root is its
+
+    # tuples in ----------------------------------------------------------------------
+    def on_runs(self, src: int, comp: str, runs: list, arrived: float) -> int:
+        """The runs ``[stream, values, spans]`` of one frame: each tuple in its span, anchored, acked
+        and failed as the bolt says."""
+        t_start = time.perf_counter()
+        handled = self.handled
+        done = 0
+        for stream, vals, spans in runs:
+            source = self.source(src, comp, stream)
+            done += len(vals)
+            if self.auto_ack:
+                self._run_auto_acked(source, vals, spans)
+            else:
+                self._run_acked_by_bolt(source, vals, spans)
+        if self.auto_ack:
+            self.ack_count += done - (self.handled - handled)
+        self.account(done, t_start, time.perf_counter(), arrived)
+        return done
+
+    def _run_auto_acked(self, source: Any, vals: list, spans: list) -> None:
+        """One received run under ``auto_ack``: a span is acked as a whole once process() has returned
+        for its last tuple, its value sent once, not once per tuple.
+
+        Only the tuple being processed can be acked, failed or anchored to, so a span needs a
+        ``Span`` only when the bolt does one of these (``open_span``): a sink's spans never do,
+        and their acks are gathered after the run at C speed (``untouched_acks``). A span that has
+        one is acked at its end, where its ack can still ride on its last child span. This loop is
+        every tuple's cost.
+        """
+        process = self.component.process
+        make = AutoAckedTuple
+        auto_fail = self.auto_fail
+        n = len(vals)
+        vals.append(_END)
+        k = span_end = 0  # spans[k:k + 3]: the next span's start, roots and value
+        roots = None
+        touched: list = []  # where in ``spans`` the spans that got a Span start (acked here)
+        for i, v in enumerate(vals):  # one loop over the run; spans end by index
+            if i == span_end:
+                span = self.span
+                if span is not None:
+                    touched.append(k - 3)
+                    if not span.failed:
+                        value, carried = span.value, span.carried
+                        if carried is not None and len(carried) > span.at and value.__class__ is int:
+                            carried[span.at] ^= value ^ span.delta  # Span.ride inlined: a split's every input
+                        else:
+                            self._span_acked(span)
+                if v is _END:
+                    break
+                roots = self.span_roots = spans[k + 1]
+                self.span_value = spans[k + 2]
+                self.span = self.anchor_span = None
+                k += 3
+                span_end = spans[k] if k < len(spans) else n
+            tup = make()
+            tup.values = v
+            tup.source = source
+            tup.roots = roots
+            self.current = tup  # _execute(tup) inlined: this loop is every tuple's cost
+            try:
+                process(tup)
+            except Exception:
+                if not auto_fail:
+                    raise
+                self._raised(tup)
+        self.current = IDLE
+        self.span_roots = self.span = self.anchor_span = None
+        pairs = untouched_acks(spans, touched)
+        if pairs:
+            self._queue_acks(pairs)
+
+    def _run_acked_by_bolt(self, source: Any, vals: list, spans: list) -> None:
+        """One received run for a bolt that acks itself: each tuple holds its ``Span``, which is
+        acked once the bolt has acked every tuple in it."""
+        for k in range(0, len(spans), 3):
+            start, roots = spans[k], spans[k + 1]
+            end = spans[k + 3] if k + 3 < len(spans) else len(vals)
+            span = None if roots is None else Span(roots, spans[k + 2], end - start)
+            for v in vals[start:end]:
+                tup = TrackedTuple()
+                tup.values = v
+                tup.source = source
+                tup.span = span
+                self._execute(tup)
+        self.current = IDLE
+
+    def _execute(self, tup: Any) -> None:
+        """process() one tuple; under ``auto_fail`` a raise fails it (its trees are replayed)."""
+        self.current = tup
+        try:
+            self.component.process(tup)
+        except Exception:
+            if not self.auto_fail:
+                raise
+            self._raised(tup)
+
+    def _raised(self, tup: Any) -> None:
+        """``auto_fail``: process() raised on ``tup``, which fails (its trees are replayed)."""
+        FAILED_TUPLES.warning("task %d: process() raised; the tuple fails and its tree is replayed",
+                              self.task_id, exc_info=True)
+        self.fail_tuple(tup)
+
+    # emits ---------------------------------------------------------------------------
+    def emit_to(self, values: Any, stream: str, targets: Any, tup_id: Any, anchors: Any) -> None:
+        """The tuple joins a span of its anchors' trees (the fast path in ``emit.py`` does the same
+        for one target and the tuple being processed). Anchors already acked or failed anchor
+        nothing (Storm's rule: anchor before you ack)."""
+        if anchors is None:
+            anchors = (self.current,) if self.auto_anchor else ()
+        spans: list = []
+        for a in anchors:
+            if self.auto_ack:
+                span = self.open_span() if a is self.current and a is not IDLE else None
+            else:
+                span = a.span if a.__class__ is TrackedTuple else None
+            if span is not None and span not in spans:
+                spans.append(span)
+        for t in targets:
+            batch = self._batch(t)
+            if len(spans) > 1:
+                batch.add_span(stream, values, *shared_span(spans))
+            else:
+                batch.join(stream, values, spans[0] if spans else None)
+            if batch.full:
+                self._send(batch)
+
+    def open_span(self) -> Optional[Span]:
+        """Under ``auto_ack``: the ``Span`` of the received span being processed (None: not tracked),
+        made the first time something needs it (most spans never do: a sink's)."""
+        if self.span is None and self.span_roots is not None:
+            self.span = Span(self.span_roots, self.span_value)
+        return self.span
+
+    def anchor(self) -> Optional[Span]:
+        """Under ``auto_ack``: the span auto_anchor emits join, while the tuple being processed has
+        not been acked or failed (Storm's rule: anchor before you ack)."""
+        if self.current is IDLE:
+            return None
+        self.anchor_span = self.open_span()
+        return self.anchor_span
+
+    # acks and fails ----------------------------------------------------------------------
+    def ack(self, tup: Any) -> None:
+        """The bolt acks ``tup``, once. Under ``auto_ack`` only the tuple being processed counts (the
+        others are acked already), and its span is acked as a whole once process() returns."""
+        if self.auto_ack:
+            if tup is self.current and tup is not IDLE:
+                self.current = IDLE
+                self.anchor_span = None
+                self.ack_count += 1
+                self.handled += 1
+            return
+        if tup.__class__ is not TrackedTuple or tup.span is None:
+            return
+        span = tup.span
+        tup.span = None
+        self.ack_count += 1
+        span.open -= 1
+        if not span.open and not span.failed:
+            self._span_acked(span)
+
+    def fail(self, tup: Any) -> None:
+        """The bolt fails ``tup``: its trees fail at their spouts, which replay them (once; under
+        ``auto_ack`` only the tuple being processed can fail)."""
+        self.fail_tuple(tup)
+
+    def fail_tuple(self, tup: Any) -> None:
+        if self.auto_ack:
+            if tup is not self.current or tup is IDLE:
+                return
+            self.current = IDLE
+            self.anchor_span = None
+            self.handled += 1
+            self.fail_count += 1
+            span = self.open_span()
+        elif tup.__class__ is not TrackedTuple:
+            return
+        else:
+            span = tup.span
+            tup.span = None
+        if span is None:
+            return
+        if not self.auto_ack:
+            self.fail_count += 1
+        if not span.failed:
+            span.failed = True
+            for root in roots_of(span.roots):
+                self._ack_batch(root_task(root))[1].append(root)
+
+    def _span_acked(self, span: Span) -> None:
+        """Every tuple of ``span`` is acked: its ack rides on its last child span, or is queued for
+        the ACK frames of its roots' spout tasks."""
+        if span.ride():
+            return
+        rest = span.rest()
+        if rest.__class__ is int:
+            self._queue_acks([x for root in roots_of(span.roots) for x in (root, rest)])
+        else:
+            self._queue_acks([x for pair in zip(span.roots, rest) for x in pair])
+
+    def _queue_acks(self, pairs: list) -> None:
+        """Acks ``[root, value, ...]`` into the ACK batches of their roots' spout tasks (with one spout
+        task in the plan, every root is its; one whose task left the plan is ignored there)."""
+        if self.spout_task is not None:
+            self._ack_batch(self.spout_task)[0].extend(pairs)
+            return
+        for i in range(0, len(pairs), 2):
+            acks = self._ack_batch(pairs[i] >> TASK_SHIFT)[0]
+            if acks and acks[-2] == pairs[i]:
+                acks[-1] ^= pairs[i + 1]
+            else:
+                acks += (pairs[i], pairs[i + 1])
+
+    def _ack_batch(self, spout_task: int) -> list:
+        batch = self.acks_out.get(spout_task)
+        if batch is None:
+            batch = self.acks_out[spout_task] = [[], []]
+        return batch
+
+    def flush_role(self) -> None:
+        if self.acks_out:
+            for spout_task, (acks, fails) in self.acks_out.items():
+                self.out += data_frame(spout_task, self._packb([self.task_id, acks, fails]), 0, ACK)
+            self.acks_out.clear()
+        super().flush_role()

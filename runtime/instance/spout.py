@@ -1,0 +1,165 @@
+"""The spout's driver: bursts of ``next_tuple``, backpressure, and (at least once) its trees.
+
+At least once a spout task tracks the trees of the tuples it emitted with an
+id (``AckTracker``: no acker process), caps them at
+``topology.max.spout.pending``, and calls ``ack``/``fail`` when they
+complete, fail or time out.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import msgpack
+
+from squall.runtime.acking import AckTracker, new_value
+from squall.runtime.instance.state import InstanceState
+from squall.runtime.protocol import DATA_HEADER_SIZE
+
+SPOUT_BURST = 64  # next_tuple calls in one burst at most
+
+
+class SpoutInstance(InstanceState):
+    is_spout = True
+
+    def init_role(self) -> None:
+        self.tracker = AckTracker(self.message_timeout)
+        self.max_pending = self.config["topology.max.spout.pending"] if self.reliable else None
+        self.throttled = False  # the stream manager asked this spout to stop emitting
+        self.throttled_at = 0.0
+
+    @property
+    def may_emit(self) -> bool:
+        """Its turn to call ``next_tuple``: initialized, active and not told to stop."""
+        return self.active and self.initialized and not self.throttled
+
+    def spout_burst(self, calls: int = SPOUT_BURST) -> bool:
+        """Call next_tuple up to ``calls`` times; True if anything was emitted.
+
+        The burst ends early as soon as a batch is complete (``self.out`` is not
+        empty): the run loop must hand it to the socket before the spout emits
+        more, so a spout never runs ahead of what the stream manager accepts.
+        It also ends on time, once it has run for a flush interval (Heron's
+        ``produceTuple`` rule): the loop then flushes what was emitted and reads
+        its socket (a new physical plan is applied before the next emit), however
+        slow ``next_tuple`` is (a blocking poll of a queue or a broker).
+        """
+        before = self.emit_count
+        next_tuple = self.component.next_tuple
+        clock = time.perf_counter
+        out = self.out
+        t0 = clock()
+        ends = t0 + self.timers.flush_every
+        n = 0
+        emitted = 0
+        trees = self.tracker.trees
+        cap = self.max_pending if self.max_pending is not None else float("inf")
+        for n in range(1, calls + 1):
+            if len(trees) >= cap:
+                break  # topology.max.spout.pending trees in flight: wait for acks
+            e0 = self.emit_count
+            next_tuple()
+            if self.emit_count != e0:
+                emitted += 1
+                if out:
+                    break
+            elif n > 1 and self.emit_count == before:
+                break
+            if clock() >= ends:
+                break
+        self.execute_time += clock() - t0
+        self.execute_calls += n
+        self.execute_count += emitted
+        return self.emit_count != before
+
+    # backpressure and activation ------------------------------------------------------
+    def on_throttle(self, on: bool, clock: float) -> None:
+        """The stream manager's word: stop emitting, or go on; the time told to stop is backpressure
+        time."""
+        if on and not self.throttled:
+            self.throttled_at = clock
+        elif self.throttled and not on:
+            self.backpressure_time += clock - self.throttled_at
+        self.throttled = on
+
+    def on_active(self, active: bool) -> None:
+        if active:
+            self.component.activate()
+        else:
+            self.flush_all()
+            self.component.deactivate()
+
+    def role_metrics(self, clock: float) -> dict:
+        if self.throttled:  # time throttled so far counts in this bucket
+            self.backpressure_time += clock - self.throttled_at
+            self.throttled_at = clock
+        return {"__timeout-count": self.timeouts, "__pending": len(self.tracker)} if self.reliable else {}
+
+    def on_disconnected(self, clock: float) -> tuple:
+        """Besides what was framed for the dead connection, the word to stop emitting went with it.
+        At least once it fails its open trees now but those with tuples still in its batches: the
+        others crossed the dead stream manager (tuples or acks), and waiting for
+        ``topology.message.timeout.secs`` would only delay their replay."""
+        lost, _ = super().on_disconnected(clock)
+        self.on_throttle(False, clock)
+        failed = 0
+        if self.reliable:
+            unsent = set().union(*(batch.roots() for batch in self.batches.values()))
+            for root in [r for r in self.tracker.trees if r not in unsent]:
+                failed += 1
+                self._failed(self.tracker.fail(root))
+        return lost, failed
+
+    # trees (at least once) -------------------------------------------------------------
+    def emit_to(self, values: Any, stream: str, targets: Any, tup_id: Any, anchors: Any) -> None:
+        """At least once, a tuple with an id starts a tree: one span per copy, each with a random value
+        (the fast path in ``emit.py`` does the same for one target)."""
+        if not self.reliable:
+            return super().emit_to(values, stream, targets, tup_id, anchors)
+        root = None if tup_id is None else self.tracker.fresh_root(self.task_id)
+        xor = 0
+        for t in targets:
+            batch = self._batch(t)
+            if root is None:
+                batch.join(stream, values, None)
+            else:
+                value = new_value()
+                xor ^= value
+                batch.add_span(stream, values, root, value)
+            if batch.full:
+                self._send(batch)
+        if root is not None and not self.tracker.start(root, tup_id, xor, time.monotonic()):
+            self.complete(tup_id, 0.0)  # no subscriber: nothing to wait for
+
+    def on_acks(self, frame_bytes: bytes) -> None:
+        """Acks and fails of its trees (an ACK frame)."""
+        _src, acks, fails = msgpack.unpackb(memoryview(frame_bytes)[DATA_HEADER_SIZE:], raw=False)
+        completed, latency = self.tracker.ack_all(acks, time.monotonic())
+        if completed:
+            self.ack_count += len(completed)
+            self.completed += len(completed)
+            self.complete_time += latency
+            ack = self.component.ack
+            for tup_id in completed:
+                ack(tup_id)
+        for root in fails:
+            tup_id = self.tracker.fail(root)
+            if tup_id is not None:
+                self._failed(tup_id)
+
+    def complete(self, tup_id: Any, latency: float) -> None:
+        """The tree of ``tup_id`` completed ``latency`` seconds after its emit."""
+        self.ack_count += 1
+        self.completed += 1
+        self.complete_time += latency
+        self.component.ack(tup_id)
+
+    def _failed(self, tup_id: Any) -> None:
+        self.fail_count += 1
+        self.component.fail(tup_id)
+
+    def expire(self, now: float) -> None:
+        """Trees open past ``topology.message.timeout.secs`` fail and are handed back."""
+        for tup_id in self.tracker.expire(now):
+            self.timeouts += 1
+            self._failed(tup_id)

@@ -1,0 +1,50 @@
+"""The tuples a bolt receives: ``Tuple`` filled in slot by slot, one class per delivery mode.
+
+``object.__init__`` takes no arguments, so ``cls()`` plus two or three slot
+stores is the cheapest way to make a tuple (a third less than
+``object.__new__(Tuple)``): it is a per-tuple cost of every bolt.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from squall.component import Tuple
+from squall.runtime.acking import Roots
+
+
+class ReceivedTuple(Tuple):
+    """At most once: tuples have no id and no tree, the class answers None for both."""
+
+    __slots__ = ()
+    __init__ = object.__init__  # type: ignore[assignment]
+    id = None
+    roots = None
+
+
+class AutoAckedTuple(Tuple):
+    """At least once, under ``auto_ack``: its ``roots`` (its tree's root, a list of roots, or None:
+    not tracked). Only the tuple being processed can still be acked, failed or anchored to
+    (``current``), so its span is the instance's (``open_span``). Tuples have no id of their own on
+    the wire."""
+
+    __slots__ = ()
+    __init__ = object.__init__  # type: ignore[assignment]
+    id = None
+
+
+class TrackedTuple(Tuple):
+    """At least once, for a bolt that acks itself (``auto_ack`` off): ``span``, the ``Span`` it came
+    in (None when it is not tracked, or once the bolt acked or failed it: a second ack or fail is
+    ignored). ``roots`` names its trees."""
+
+    __slots__ = ("span",)
+    __init__ = object.__init__  # type: ignore[assignment]
+    id = None
+
+    @property  # type: ignore[override]
+    def roots(self) -> Optional[Roots]:
+        return None if self.span is None else self.span.roots
+
+
+IDLE = TrackedTuple()  # ``current`` outside process(), or once the bolt acked or failed it
+IDLE.span = None
