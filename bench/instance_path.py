@@ -6,8 +6,10 @@ Feeds DATA frames of 1,000 sentences to a split task and the resulting words
 to a count task of examples/word_count.py through ``Instance.on_data`` (the
 state machine each instance process runs), and prints sentences/s and
 words/s beside a plain-Python baseline in the same run: the same split and
-count as a loop over the unpacked batch. ``--profile`` adds a cProfile
-listing of the instance path.
+count as a loop over the unpacked batch. Then the same split and count as a
+chain (``runtime/instance/chain.py``: count's tuples handed to it by call in
+split's process), fed the same frames. ``--profile`` adds a cProfile listing
+of the instance path.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ import msgpack
 from squall.idl import schema
 from squall.loader import load_topology_file
 from squall.runtime.instance import make_instance
-from squall.runtime.protocol import DATA_HEADER_SIZE, data_frame
+from squall.runtime.protocol import DATA_HEADER_SIZE, control_frame, data_frame
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORD_COUNT = os.path.join(HERE, "..", "examples", "word_count.py")
@@ -81,15 +83,34 @@ def main() -> None:
                 counts.update(s.split())
         return args.frames * len(words) / (time.perf_counter() - t0)
 
+    from squall.runtime.instance.chain import Chain, link, refresh
+
+    chained_split = make_instance(topology, "split", 4, 1, None, chained={"count": 1})
+    chained_count = make_instance(topology, "count", 1, 1, None)
+    link(chained_split, chained_count)
+    chain = Chain([chained_split, chained_count])
+    chain.on_frame(control_frame(physical_plan=physical_plan()), 0.0)
+    refresh(chained_split)
+
+    def chained() -> float:
+        t0 = time.perf_counter()
+        for _ in range(args.frames):
+            chain.on_frame(sentence_frame, 0.0)
+            chain.out.clear()
+        return args.frames * len(words) / (time.perf_counter() - t0)
+
     base = baseline()
     split_rate, count_rate = instances()
+    chain_rate = chained()
     print(f"baseline split+count loop: {base:,.0f} words/s")
     print(f"split task (Instance.on_data, emits words): {split_rate:,.0f} sentences/s = "
           f"{split_rate * len(words) / len(sentences):,.0f} words/s out ({split_rate * len(words) / len(sentences) / base:.2f}x)")
     print(f"count task (Instance.on_data, emits counts): {count_rate:,.0f} words/s ({count_rate / base:.2f}x)")
+    print(f"split -> count chained (split's frames in, count by call): {chain_rate:,.0f} words/s "
+          f"({chain_rate / base:.2f}x)")
     if args.profile:
         profile = cProfile.Profile()
-        profile.runcall(instances)
+        profile.runcall(chained)
         pstats.Stats(profile, stream=sys.stdout).sort_stats("tottime").print_stats(10)
 
 

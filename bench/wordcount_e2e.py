@@ -64,7 +64,7 @@ def _cpu(procs: dict) -> dict:
     return seconds
 
 
-def run(seconds: float, warmup: float = 4.0, *props: str) -> dict:
+def run(seconds: float, warmup: float = 4.0, *props: str, topology: str = TOPOLOGY) -> dict:
     """Submit, warm up, measure over ``seconds``, kill; returns words/s, latency percentiles (ms) and
     ``cpu_us_per_word``: each kind of process's CPU time (all its processes) per word counted."""
     home = tempfile.mkdtemp(prefix="squall-bench-")
@@ -72,7 +72,7 @@ def run(seconds: float, warmup: float = 4.0, *props: str) -> dict:
     os.makedirs(out)
     env = dict(os.environ, SQUALL_HOME=home)
     squall = [sys.executable, "-m", "squall.cli"]
-    args = ["submit", TOPOLOGY, "--config-property", f"bench.out.dir={out}"]
+    args = ["submit", topology, "--config-property", f"bench.out.dir={out}"]
     for p in props:
         args += ["--config-property", p]
     subprocess.run(squall + args, env=env, check=True, stdout=subprocess.DEVNULL)
@@ -115,8 +115,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--config-property", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--topology", default=TOPOLOGY, help="the word count's topology file")
     args = parser.parse_args()
-    result = run(args.seconds, 4.0, *args.config_property)
+    result = run(args.seconds, 4.0, *args.config_property, topology=args.topology)
     print(f"end-to-end word count: {result['words_per_sec'] / 1e3:.0f}k words/s, "
           f"latency p50 {result['p50_ms']:.1f} ms, p99 {result['p99_ms']:.1f} ms ({result['samples']} samples)")
     print("CPU µs per word: " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(result["cpu_us_per_word"].items())))

@@ -36,6 +36,7 @@ from squall.runtime.acking import Span
 from squall.runtime.instance.tuples import IDLE, AutoAckedTuple, ReceivedTuple
 from squall.runtime.protocol import CONTROL, DEST_COUNT, HEADER_SIZE
 from squall.runtime.routing import RoutingError
+from squall.stream import DEFAULT_STREAM
 
 log = logging.getLogger("squall.runtime.instance")
 SAMPLE_EVERY = 16  # a delivered call's time is measured one call in this many (a power of two)
@@ -49,115 +50,175 @@ class UserError(Exception):
 
 def link(up: Any, down: Any) -> None:
     """Make ``down`` the next member after ``up`` (made with ``chained={down's component: down's
-    task}``: it routes every tuple for ``down``'s component to ``down``'s task, and its emit asks
-    ``up.delivered`` first)."""
+    task}``: it routes every tuple for ``down``'s component to ``down``'s task, and its emit is
+    its ``Delivery``'s)."""
     up.next_member = down
 
 
 def refresh(up: Any) -> None:
-    """After a plan: ``up.delivered`` maps each stream whose one subscriber is the next member to the
-    function that hands a tuple to it."""
+    """After a plan: which of ``up``'s streams the next member is the one subscriber of (the first is
+    delivered by call; a stream with other subscribers goes through the stream manager)."""
     down = up.next_member
-    up.delivered.clear()
     subscribers: dict = {}
     for c in up.topology.components:
         for i in c.inputs:
             if i.component == up.component_name:
                 subscribers.setdefault(i.stream, set()).add(c.name)
-    for stream, names in subscribers.items():
-        if names == {down.component_name} and stream in up.routes and not up.routes[stream].direct:
-            up.delivered[stream] = _deliver(up, down, stream)
+    streams = sorted(s for s, names in subscribers.items()
+                     if names == {down.component_name} and s in up.routes and not up.routes[s].direct)
+    up.delivery.retarget(down, streams[0] if streams else None)
 
 
-def _deliver(up: Any, down: Any, stream: str) -> Any:
-    """``deliver(values, tup_id) -> targets``: ``values`` processed by ``down`` now."""
-    source = down.source(up.task_id, up.component_name, stream)
-    fields = len(source.fields)
-    targets = (down.task_id,)
-    emits = up._emits
-    clock = time.perf_counter
+class Delivery:
+    """The edge from a chain member to the next: the member's ``emit`` (``wrap``, made when its
+    component's class is) hands the delivered stream's tuples to the next member's ``process`` by
+    call, and counts them. This is every delivered tuple's cost: what the calls take is timed one call
+    in ``SAMPLE_EVERY``, and the state lives in the closure's cells."""
 
-    def wrong_fields(values: Any) -> RoutingError:
-        return RoutingError(f"stream {up.component_name}/{stream} has fields {list(source.fields)}, got "
-                            f"{len(values)} values {list(values)!r}")
+    def __init__(self, up: Any) -> None:
+        self.up = up
+        self.down: Any = None
+        self.stream: Optional[str] = None  # the stream delivered, once a plan has named the next member
+        self.emit: Any = None  # the generated emit (``wrap``)
 
-    process = down.component.process
-    if not up.reliable:
-        make = ReceivedTuple
+    def takes(self, stream: str, anchors: Any, direct_task: Optional[int]) -> bool:
+        """Whether ``emit`` hands this emit to the next member (the collector's generic emit asks:
+        a class with its own ``emit`` comes through it)."""
+        return (stream == self.stream and direct_task is None
+                and (anchors is None or not self.up.reliable or all(a is self.up.current for a in anchors)))
 
-        def deliver(values: Any, tup_id: Any) -> tuple:
+    def wrap(self, inner: Any) -> Any:
+        """``emit`` with the delivered stream handed on; the rest through ``inner``. A delivered emit is
+        counted in ``take``'s calls (the caller's emits, the callee's executes, acked at least once)."""
+        up = self.up
+        clock = time.perf_counter
+        stream0: Optional[str] = None
+        process: Any = None
+        source: Any = None
+        fields = 0
+        targets: tuple = ()
+        calls = samples = 0
+        sampled = 0.0
+        down: Any = None
+
+        def retarget(new_down: Any, stream: Optional[str]) -> None:
+            nonlocal stream0, process, source, fields, targets, down
+            down = self.down = new_down
+            stream0 = self.stream = stream
+            if stream is not None:
+                process = down.component.process
+                source = down.source(up.task_id, up.component_name, stream)
+                fields = len(source.fields)
+                targets = (down.task_id,)
+
+        def take() -> tuple:
+            """(calls delivered, seconds the sampled ones took, calls sampled) since the last take."""
+            nonlocal calls, sampled, samples
+            out = (calls, sampled, samples)
+            calls = samples = 0
+            sampled = 0.0
+            return out
+
+        self.retarget, self.take = retarget, take
+        if not up.reliable:
+            make = ReceivedTuple
+
+            def emit(component: Any, values: Any, stream: str = DEFAULT_STREAM, anchors: Any = None,
+                     direct_task: Optional[int] = None, tup_id: Any = None) -> tuple:
+                nonlocal calls, sampled, samples
+                if stream != stream0 or direct_task is not None:  # anchors mean nothing at most once
+                    return inner(component, values, stream, anchors, direct_task, tup_id)
+                if len(values) != fields:
+                    raise _wrong_fields(up, stream, source, values)
+                tup = make()
+                tup.values = values
+                tup.source = source
+                calls += 1
+                try:
+                    if calls & _SAMPLE_MASK:
+                        process(tup)
+                    else:
+                        t0 = clock()
+                        process(tup)
+                        sampled += clock() - t0
+                        samples += 1
+                except UserError:
+                    raise
+                except Exception as e:
+                    raise _user_error(up, down) from e
+                return targets
+
+            self.emit = emit
+            return emit
+
+        make_tracked = AutoAckedTuple
+        tracker = up.tracker if up.is_spout else None
+        auto_anchor = not up.is_spout and up.auto_anchor
+        auto_ack = not up.is_spout and up.auto_ack
+
+        def emit_tracked(component: Any, values: Any, stream: str = DEFAULT_STREAM, anchors: Any = None,
+                         direct_task: Optional[int] = None, tup_id: Any = None) -> tuple:
+            nonlocal calls, sampled, samples
+            if stream != stream0 or direct_task is not None or (
+                    anchors is not None and any(a is not up.current for a in anchors)):
+                return inner(component, values, stream, anchors, direct_task, tup_id)
             if len(values) != fields:
-                raise wrong_fields(values)
-            emits[0] += 1
-            tup = make()
+                raise _wrong_fields(up, stream, source, values)
+            root = span = None
+            if tracker is not None:
+                if tup_id is not None:
+                    root = tracker.fresh_root(up.task_id)
+                    span = Span(root, 0)  # its value: what the tuples leaving the chain take of it
+            elif anchors is not None or auto_anchor:
+                span = (up.anchor_span or up.anchor()) if auto_ack else up.current.span
+            tup = make_tracked()
             tup.values = values
             tup.source = source
-            n = down.chained_count = down.chained_count + 1
+            tup.roots = None if span is None else span.roots
+            # the callee's tuple is in the caller's span: its emits take shares of it (its anchor_span
+            # is None between calls), its fail fails it
+            down.span = span
+            down.current = tup
+            handled = down.handled
+            calls += 1
+            timed = not calls & _SAMPLE_MASK or root is not None
+            if timed:
+                t0 = clock()
             try:
-                if n & _SAMPLE_MASK:
-                    process(tup)
+                process(tup)
+            except Exception:
+                if not down.auto_fail:
+                    raise
+                down._raised(tup)
+            if not calls & _SAMPLE_MASK:
+                sampled += clock() - t0
+                samples += 1
+            down.current = IDLE
+            down.span = down.anchor_span = None  # (span_roots goes unused while span is set)
+            if down.handled != handled:  # it acked or failed it itself
+                down.ack_count -= down.handled - handled
+            if root is not None:
+                if span.failed:
+                    up._failed(tup_id)
+                elif span.delta:
+                    tracker.start(root, tup_id, span.delta, time.monotonic())
                 else:
-                    t0 = clock()
-                    process(tup)
-                    down.sampled_time += clock() - t0
-                    down.sampled_calls += 1
-            except UserError:
-                raise
-            except Exception as e:
-                log.exception("task %d (%s): process() raised on a tuple from task %d (%s)", down.task_id,
-                              down.component_name, up.task_id, up.component_name)
-                raise UserError(f"task {down.task_id} ({down.component_name}) raised") from e
+                    up.complete(tup_id, clock() - t0)  # the whole tree was processed in the chain
             return targets
 
-        return deliver
+        self.emit = emit_tracked
+        return emit_tracked
 
-    make_tracked = AutoAckedTuple
-    tracker = up.tracker if up.is_spout else None
-    auto_fail = down.auto_fail
 
-    def deliver_tracked(values: Any, tup_id: Any) -> tuple:
-        if len(values) != fields:
-            raise wrong_fields(values)
-        emits[0] += 1
-        root = span = None
-        if tracker is not None:
-            if tup_id is not None:
-                root = tracker.fresh_root(up.task_id)
-                span = Span(root, 0)  # its value is what the tuples leaving the chain take
-        elif up.auto_anchor:
-            span = up.anchor_span or up.anchor() if up.auto_ack else up.current.span
-        tup = make_tracked()
-        tup.values = values
-        tup.source = source
-        tup.roots = down.span_roots = None if span is None else span.roots
-        down.span = span
-        down.anchor_span = None
-        down.current = tup
-        handled = down.handled
-        n = down.chained_count = down.chained_count + 1
-        t0 = clock()
-        try:
-            process(tup)
-        except Exception:
-            if not auto_fail:
-                raise
-            down._raised(tup)
-        if not n & _SAMPLE_MASK:
-            down.sampled_time += clock() - t0
-            down.sampled_calls += 1
-        down.current = IDLE
-        down.span = down.span_roots = down.anchor_span = None
-        down.ack_count += 1 - (down.handled - handled)
-        if root is not None:
-            if span.failed:
-                up._failed(tup_id)
-            elif span.delta:
-                tracker.start(root, tup_id, span.delta, time.monotonic())
-            else:
-                up.complete(tup_id, clock() - t0)  # the whole tree was processed in the chain
-        return targets
+def _wrong_fields(up: Any, stream: str, source: Any, values: Any) -> RoutingError:
+    return RoutingError(f"stream {up.component_name}/{stream} has fields {list(source.fields)}, got "
+                        f"{len(values)} values {list(values)!r}")
 
-    return deliver_tracked
+
+def _user_error(up: Any, down: Any) -> UserError:
+    log.exception("task %d (%s): process() raised on a tuple from task %d (%s)", down.task_id, down.component_name,
+                  up.task_id, up.component_name)
+    return UserError(f"task {down.task_id} ({down.component_name}) raised")
 
 
 class Chain:
@@ -200,7 +261,8 @@ class Chain:
         if f[4] == CONTROL:
             for m in self.members:
                 m.on_frame(f, clock)
-                if m.next_member is not None and m.initialized:
+            for m in self.members[:-1]:
+                if m.initialized:
                     refresh(m)
             return
         member = self.by_task.get(_unpack_dest(f, HEADER_SIZE)[0])
@@ -228,20 +290,20 @@ class Chain:
     def metrics_rows(self, now: float, interval: float, unread_bytes: int, clock: float) -> list:
         """One row per member, each with its own time: a delivered call's estimated time moves from
         the caller's execute time to the callee's; the process's CPU is shared by busy time."""
-        inclusive = {}
-        for m in self.members:
-            calls = m.chained_count
-            inclusive[m.task_id] = m.sampled_time / m.sampled_calls * calls if m.sampled_calls else 0.0
-            m.execute_calls += calls
-            m.process_calls += calls
-            m.process_time += inclusive[m.task_id]
-            m.execute_count += calls
-            m.chained_count = 0
-            m.sampled_time, m.sampled_calls = 0.0, 0
-        for m in self.members:
-            m.execute_time += inclusive[m.task_id]
-            if m.next_member is not None:
-                m.execute_time = max(0.0, m.execute_time - inclusive[m.next_member.task_id])
+        inclusive: dict = {}  # member -> seconds its delivered calls took, caller included
+        for up in self.members[:-1]:
+            calls, sampled, samples = up.delivery.take()
+            down = up.next_member
+            inclusive[down.task_id] = sampled / samples * calls if samples else 0.0
+            up.emit_count += calls
+            if down.reliable:
+                down.ack_count += calls  # auto_ack: with the caller's (less any it acked or failed itself)
+            down.execute_count += calls
+            down.execute_calls += calls
+            down.execute_time += inclusive[down.task_id]
+            down.process_calls += calls
+            down.process_time += inclusive[down.task_id]
+            up.execute_time = max(0.0, up.execute_time - inclusive[down.task_id])
         busy = sum(m.execute_time for m in self.members) or 1.0
         rows = []
         for m in self.members:

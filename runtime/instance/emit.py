@@ -35,8 +35,11 @@ def runtime_class(inst: Any, cls: type) -> type:
     methods: dict = {}
     if getattr(cls, "emit", None) is base.emit:
         emit = fast_emit(inst, tracked=inst.reliable)
-        if inst.chained:
-            emit = delivering(inst, emit)
+        if inst.chained:  # a chain member: its next member's stream is delivered by call
+            from squall.runtime.instance.chain import Delivery
+
+            inst.delivery = Delivery(inst)
+            emit = inst.delivery.wrap(emit)
         if inst.is_spout:
             def spout_emit(spout: Any, values: Any, tup_id: Any = None, stream: str = DEFAULT_STREAM,
                            direct_task: Optional[int] = None) -> tuple:
@@ -60,21 +63,6 @@ def runtime_class(inst: Any, cls: type) -> type:
         return cls
     return type(cls.__name__, (cls,), {"__slots__": (), "__module__": cls.__module__,
                                        "__qualname__": cls.__qualname__, **methods})
-
-
-def delivering(inst: Any, emit: Callable) -> Callable:
-    """``emit`` of a chain member: a stream delivered to the next member (``inst.delivered``, set per
-    plan by ``chain.refresh``) is handed to it by call; any other takes ``emit``."""
-    delivered = inst.delivered
-
-    def chain_emit(component: Any, values: Any, stream: str = DEFAULT_STREAM, anchors: Any = None,
-                   direct_task: Optional[int] = None, tup_id: Any = None) -> tuple:
-        deliver = delivered.get(stream)
-        if deliver is None or anchors is not None or direct_task is not None:
-            return emit(component, values, stream, anchors, direct_task, tup_id)
-        return deliver(values, tup_id)
-
-    return chain_emit
 
 
 def fast_emit(inst: Any, tracked: bool = False) -> Callable:

@@ -54,11 +54,9 @@ class InstanceState:
 
     is_spout = False
     may_emit = False  # a spout's turn to call next_tuple (SpoutInstance)
-    # in a chain (chain.py): the next member, and what this one's delivered calls took
+    # in a chain (chain.py): the next member, and the edge to it
     next_member: Any = None
-    chained_count = 0
-    sampled_time = 0.0
-    sampled_calls = 0
+    delivery: Any = None
 
     def __init__(self, topology: Any, component_name: str, task_id: int, container: int,
                  config: Any, batch_size: int = 1000, component_obj: Any = None,
@@ -91,7 +89,6 @@ class InstanceState:
         self._packb = msgpack.Packer(use_bin_type=True).pack
         self._emits = [0]
         self.chained = chained  # consumer -> its task in this process (a chain): every tuple for it goes there
-        self.delivered: dict = {}  # stream -> deliver(values, tup_id): handed to the next member by call
         self.reset_metrics()
         self.init_role()
         spec = find_component(topology, component_name)
@@ -319,8 +316,8 @@ class InstanceState:
     def emit(self, values: Any, stream: str, tup_id: Any, anchors: Any, direct_task: Optional[int]) -> tuple:
         """An emit the fast path (``emit.py``) does not take: checked, routed, batched (or, in a chain,
         delivered to the next member: a class's own ``emit`` comes here)."""
-        if self.delivered and anchors is None and direct_task is None and stream in self.delivered:
-            return self.delivered[stream](values, tup_id)
+        if self.delivery is not None and self.delivery.takes(stream, anchors, direct_task):
+            return self.delivery.emit(self.component, values, stream, anchors, direct_task, tup_id)
         route = self.routes.get(stream)
         if route is None:
             raise RoutingError(f"component {self.component_name!r} has no output stream {stream!r} "
