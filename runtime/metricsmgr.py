@@ -96,13 +96,19 @@ class ProcessStats:
 
 
 def row_dict(row: Any, topology: str, run_id: str, host: str, stats: tuple, resources: dict) -> dict:
-    """One line of the metrics file (docs/metrics.md) from a reported row."""
+    """One line of the metrics file (docs/metrics.md) from a reported row. A task of a chain shares its
+    process (``user.__chain``): its row gets its share of the process's CPU (by busy time) and an
+    even share of its memory, so summing rows never counts a process twice."""
     cpu, rss, threads = stats
     req = resources.get(row.task_id) if row.task_id is not None else None
     try:
         user = json.loads(row.user) if row.user else {}
     except ValueError:
         user = {}
+    chain = user.get("__chain")
+    if isinstance(chain, dict):
+        cpu = round(cpu * float(chain.get("share", 0.0)), 1)
+        rss = rss / max(1, int(chain.get("members", 1)))
     return {
         "ts": row.ts, "interval_secs": row.interval_secs, "topology": topology, "run_id": run_id,
         "container": row.container, "host": host, "process": row.process, "component": row.component,

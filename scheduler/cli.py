@@ -10,6 +10,7 @@ import sys
 import time
 from typing import Any
 
+from squall.chaining import chain_instances, chains
 from squall.commandline import (
     add_config_options,
     add_config_path_option,
@@ -304,6 +305,11 @@ def show_data(state: StateManager, name: str) -> dict:
     if physical is not None:
         ports = {(s.container, "stmgr"): s.data_port for s in physical.stmgrs}
     tasks = {instance_process(i.id.task_id, i.id.component): i for c in plan.containers for i in c.instances}
+    chain_list = chains(state.get(Kind.TOPOLOGY, name))
+    index = {i.id.task_id: i.id for c in plan.containers for i in c.instances}
+    heads = {task: [index[t] for _, t in members]
+             for c in plan.containers
+             for task, members in chain_instances(chain_list, [i.id for i in c.instances]).items()}
     processes = []
     if location is not None and location.supervisor_pid:
         processes.append({"container": None, "process": "supervisor", "host": location.host, "port": None,
@@ -318,7 +324,10 @@ def show_data(state: StateManager, name: str) -> dict:
         for p in record.processes:
             what = p.name
             instance = tasks.get(p.name)
-            if instance is not None:
+            if instance is not None and instance.id.task_id in heads:
+                what = "chain " + " -> ".join(f"{i.component}[{i.component_index}] task {i.task_id}"
+                                              for i in heads[instance.id.task_id])
+            elif instance is not None:
                 what = f"instance {instance.id.component}[{instance.id.component_index}] task {instance.id.task_id}"
             port = ports.get((record.container, p.name))
             if leader is not None and p.pid == leader.pid:
@@ -336,6 +345,7 @@ def show_data(state: StateManager, name: str) -> dict:
         "cluster": execution.cluster,
         "scheduler": launcher.make_scheduler(execution.cluster, state).details(execution),
         "packing_plan": plan_to_json(name, plan),
+        "chains": [list(chain) for chain in chain_list],
         "processes": processes,
     }
 
@@ -350,6 +360,8 @@ def cmd_show(args: argparse.Namespace, state: StateManager) -> int:
         print("  " + reason.replace("\n", "\n    "))
     for label, value in data["scheduler"].items():
         print(f"  {label}: {value}")
+    if data["chains"]:
+        print("  chains (one process per task of each): " + "; ".join(" -> ".join(c) for c in data["chains"]))
     plan = data["packing_plan"]
     print(f"\npacking plan ({plan['algorithm']}, {plan['granularity']} granularity)")
     rows = []

@@ -33,13 +33,14 @@ def runtime_class(inst: Any, cls: type) -> type:
 
     base = Spout if inst.is_spout else Bolt
     methods: dict = {}
-    if getattr(cls, "emit", None) is base.emit:
-        emit = fast_emit(inst, tracked=inst.reliable)
-        if inst.chained:  # a chain member: its next member's stream is delivered by call
-            from squall.runtime.instance.chain import Delivery
+    own_emit = getattr(cls, "emit", None) is not base.emit
+    if inst.chained:  # a chain member: its next member's stream is delivered by call
+        from squall.runtime.instance.chain import Delivery
 
-            inst.delivery = Delivery(inst)
-            emit = inst.delivery.wrap(emit)
+        inst.delivery = Delivery(inst)
+        delivered = inst.delivery.wrap(generic_emit(inst) if own_emit else fast_emit(inst, tracked=inst.reliable))
+    if not own_emit:
+        emit = delivered if inst.chained else fast_emit(inst, tracked=inst.reliable)
         if inst.is_spout:
             def spout_emit(spout: Any, values: Any, tup_id: Any = None, stream: str = DEFAULT_STREAM,
                            direct_task: Optional[int] = None) -> tuple:
@@ -63,6 +64,16 @@ def runtime_class(inst: Any, cls: type) -> type:
         return cls
     return type(cls.__name__, (cls,), {"__slots__": (), "__module__": cls.__module__,
                                        "__qualname__": cls.__qualname__, **methods})
+
+
+def generic_emit(inst: Any) -> Callable:
+    """The collector's emit with an ``emit`` method's signature (for a class with its own ``emit``,
+    which reaches the collector through it)."""
+    def emit(component: Any, values: Any, stream: str = DEFAULT_STREAM, anchors: Any = None,
+             direct_task: Optional[int] = None, tup_id: Any = None) -> tuple:
+        return inst.emit(values, stream, tup_id, anchors, direct_task)
+
+    return emit
 
 
 def fast_emit(inst: Any, tracked: bool = False) -> Callable:

@@ -33,8 +33,8 @@ def seen(out):
     return counts
 
 
-def submit(cluster, out, *props):
-    args = ["submit", os.path.join(HERE, "topologies", "reliable.py"), "--config-property", f"faults.out.dir={out}"]
+def submit(cluster, out, *props, file="reliable.py"):
+    args = ["submit", os.path.join(HERE, "topologies", file), "--config-property", f"faults.out.dir={out}"]
     for p in props:
         args += ["--config-property", p]
     cluster.squall(*args)
@@ -42,8 +42,8 @@ def submit(cluster, out, *props):
 
 def victim_pid(cluster, kind):
     processes = json.loads(cluster.squall("show", "reliable", "--json")[0])["processes"]
-    spout = next(p for p in processes if p["process"].startswith("instance ids"))
-    if kind == "spout":
+    spout = next(p for p in processes if p["process"].startswith(("instance ids", "chain ids")))
+    if kind in ("spout", "chain"):
         return spout["pid"]
     if kind == "bolt":
         return next(p["pid"] for p in processes if p["process"].startswith("instance relay"))
@@ -78,10 +78,27 @@ def test_sigkill_loses_no_id(cluster, tmp_path, kind, record_property, capsys):
         print(f"\n[{kind} killed] {duplicates} duplicates of {IDS} ids")
 
 
-@pytest.mark.parametrize("how", ["fail", "raise"])
-def test_failed_and_raising_tuples_are_replayed_until_done(cluster, tmp_path, how):
+@pytest.mark.parametrize("kind", ["chain", "stmgr"])
+def test_sigkill_of_a_chain_or_its_stream_manager_loses_no_id(cluster, tmp_path, kind, capsys):
+    """ids and relay run chained (one process each pair): its SIGKILL restarts both, the replay is
+    the spout's; its stream manager's SIGKILL restarts neither."""
     out = str(tmp_path / "out")
     os.mkdir(out)
-    submit(cluster, out, "faults.fail.every=7", f"faults.fail.how={how}")
+    submit(cluster, out, file="reliable_chain.py")
+    shown = json.loads(cluster.squall("show", "reliable", "--json")[0])
+    assert shown["chains"] == [["ids", "relay"]]
+    wait_until(lambda: len(acked(out)) > 200, timeout=60, what="ids to be acked")
+    os.kill(victim_pid(cluster, kind), signal.SIGKILL)
+    duplicates = finish(cluster, out, lambda text: None)
+    with capsys.disabled():
+        print(f"\n[{kind} killed, chained] {duplicates} duplicates of {IDS} ids")
+
+
+@pytest.mark.parametrize("how", ["fail", "raise"])
+@pytest.mark.parametrize("file", ["reliable.py", "reliable_chain.py"])
+def test_failed_and_raising_tuples_are_replayed_until_done(cluster, tmp_path, how, file):
+    out = str(tmp_path / "out")
+    os.mkdir(out)
+    submit(cluster, out, "faults.fail.every=7", f"faults.fail.how={how}", file=file)
     duplicates = finish(cluster, out, lambda text: None)
     assert duplicates == 0, "a tuple failed before it was processed is replayed, not duplicated"

@@ -1,0 +1,46 @@
+"""Chained word count end to end: exact counts, per-component metrics as unchained, chains shown."""
+import json
+import os
+
+import pytest
+from corpus import expected as expected_counts
+from e2e_harness import read_counts, wait_until
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOTAL = sum(expected_counts(2000).values())
+
+
+def _metrics(cluster):
+    return json.loads(cluster.squall("metrics", "wc_finite", "--json")[0])
+
+
+@pytest.mark.parametrize("mode", ["ATMOST_ONCE", "ATLEAST_ONCE"])
+def test_chained_word_count_is_exact_and_reports_every_component(cluster, tmp_path, mode):
+    out = tmp_path / "out"
+    out.mkdir()
+    cluster.squall("submit", os.path.join(HERE, "topologies", "wc_finite.py"), "--config-property",
+                   f"e2e.out.dir={out}", "--config-property", "squall.chaining=auto", "--config-property",
+                   f"topology.reliability.mode={mode}", "--config-property", "topology.workers=1",
+                   "--config-property", "topology.builtin.metrics.bucket.size.secs=0.5")
+    shown = json.loads(cluster.squall("show", "wc_finite", "--json")[0])
+    assert shown["chains"] == [["sentences", "split"]]
+    chained = [p for p in shown["processes"] if p["process"].startswith("chain ")]
+    assert sorted(p["process"] for p in chained) == [
+        "chain sentences[0] task 3 -> split[0] task 5", "chain sentences[1] task 4 -> split[1] task 6"]
+    assert not [p for p in shown["processes"] if p["process"].startswith("instance split")]
+    text, _ = cluster.squall("show", "wc_finite")
+    assert "chains (one process per task of each): sentences -> split" in text
+
+    wait_until(lambda: sum(sum(c.values()) for c in read_counts(str(out)).values()) >= TOTAL,
+               timeout=90, what=f"{TOTAL} words counted")
+    assert sum(read_counts(str(out)).values(), start=type(expected_counts(1))()) == expected_counts(2000)
+    # the same counts an unchained run reports (tests/e2e/test_word_count.py): every component, every task
+    wait_until(lambda: _metrics(cluster)["components"].get("count", {}).get("executed") == TOTAL,
+               timeout=30, what="the metrics to count every word")
+    wait_until(lambda: _metrics(cluster)["components"].get("split", {}).get("executed") == 2000,
+               timeout=30, what="the metrics to count every sentence at split")
+    metrics = _metrics(cluster)
+    assert metrics["components"]["sentences"]["emitted"] == 2000
+    assert metrics["components"]["split"]["emitted"] == TOTAL
+    assert sorted(t["executed"] for t in metrics["tasks"].values() if t["component"] == "split") == [1000, 1000]
+    cluster.squall("kill", "wc_finite")
