@@ -70,7 +70,6 @@ class ProcessSpec:
     name: str
     role: str
     task: Optional[int] = None
-    chain: tuple = ()  # the tasks it runs when it runs a chain (squall/chaining.py), its own first
 
     @property
     def log_file(self) -> str:
@@ -97,8 +96,8 @@ def wanted_processes(container_id: int, container_plan: Any, tmasters: int = 1, 
         for i in sorted(container_plan.instances, key=lambda i: i.id.task_id):
             task = i.id.task_id
             if task not in members:
-                chain = tuple(t for _, t in chained.get(task, ()))
-                specs.append(ProcessSpec(instance_process(task, i.id.component), "instance", task, chain))
+                specs.append(ProcessSpec(instance_process(task, i.id.component, chained.get(task, ())), "instance",
+                                         task))
     return {s.name: s for s in specs}
 
 

@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any
 
-from squall.chaining import chain_instances, chains
+from squall.chaining import chains
 from squall.commandline import (
     add_config_options,
     add_config_path_option,
@@ -22,7 +22,7 @@ from squall.commandline import (
 from squall.conf import base_config
 from squall.errors import SquallError
 from squall.idl import schema
-from squall.logical import instance_process
+from squall.logical import process_tasks
 from squall.packing import plan_to_json
 from squall.scheduler import changes, from_report, launcher, manager
 from squall.scheduler.base import LaunchOptions
@@ -304,12 +304,8 @@ def show_data(state: StateManager, name: str) -> dict:
     ports = {}
     if physical is not None:
         ports = {(s.container, "stmgr"): s.data_port for s in physical.stmgrs}
-    tasks = {instance_process(i.id.task_id, i.id.component): i for c in plan.containers for i in c.instances}
-    chain_list = chains(state.get(Kind.TOPOLOGY, name))
     index = {i.id.task_id: i.id for c in plan.containers for i in c.instances}
-    heads = {task: [index[t] for _, t in members]
-             for c in plan.containers
-             for task, members in chain_instances(chain_list, [i.id for i in c.instances]).items()}
+    chain_list = chains(state.get(Kind.TOPOLOGY, name))
     processes = []
     if location is not None and location.supervisor_pid:
         processes.append({"container": None, "process": "supervisor", "host": location.host, "port": None,
@@ -323,12 +319,11 @@ def show_data(state: StateManager, name: str) -> dict:
                           "pid": record.executor_pid, "state": "up", "restarts": 0})
         for p in record.processes:
             what = p.name
-            instance = tasks.get(p.name)
-            if instance is not None and instance.id.task_id in heads:
-                what = "chain " + " -> ".join(f"{i.component}[{i.component_index}] task {i.task_id}"
-                                              for i in heads[instance.id.task_id])
-            elif instance is not None:
-                what = f"instance {instance.id.component}[{instance.id.component_index}] task {instance.id.task_id}"
+            runs = [index[t] for t, _ in process_tasks(p.name) if t in index]
+            if len(runs) > 1:
+                what = "chain " + " -> ".join(f"{i.component}[{i.component_index}] task {i.task_id}" for i in runs)
+            elif runs:
+                what = f"instance {runs[0].component}[{runs[0].component_index}] task {runs[0].task_id}"
             port = ports.get((record.container, p.name))
             if leader is not None and p.pid == leader.pid:
                 what, port = f"{p.name} (leader)", leader.control_port
@@ -442,19 +437,12 @@ def _remote_logs(state: StateManager, execution: Any) -> int:
 
 
 def select_logs(run_dir: str, component: Any = None, task: Any = None) -> list:
-    """Log files of the run; instance logs are named ``instance-<task>-<component>.log``."""
+    """Log files of the run; instance logs are named after their process (``instance-<task>-<component>.log``,
+    a chain's ``instance-<task>-<component>+<task>-<component>....log``): a chained task's lines are in
+    its chain's log, each naming its component."""
     files = sorted(glob.glob(os.path.join(run_dir, "logs", "container-*", "*.log")))
     if component is None and task is None:
         return files
-    chosen = []
-    for path in files:
-        base = os.path.basename(path)[: -len(".log")]
-        if not base.startswith("instance-"):
-            continue
-        task_id, _, comp = base[len("instance-"):].partition("-")
-        if component is not None and comp != component:
-            continue
-        if task is not None and task_id != str(task):
-            continue
-        chosen.append(path)
-    return chosen
+    return [path for path in files
+            if any((component is None or c == component) and (task is None or t == task)
+                   for t, c in process_tasks(os.path.basename(path)[: -len(".log")]))]

@@ -1,7 +1,7 @@
 """Reading the logical plan: task ids, groupings and each component's config."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 from squall.conf import Config, base_config
 from squall.idl import replace, schema
@@ -18,9 +18,26 @@ def task_ids(topology: Any) -> dict:
     return ids
 
 
-def instance_process(task_id: int, component: str) -> str:
-    """The name of an instance's process in its container (its log file, its container record)."""
+def instance_process(task_id: int, component: str, chain: Sequence = ()) -> str:
+    """The name of an instance's process in its container (its log file, its container record):
+    ``instance-<task>-<component>``; a process running a chain (``chain``: ``(component, task)`` of
+    each of its tasks, its own first) names them all, ``instance-3-spout+5-split``."""
+    if chain:
+        return "instance-" + "+".join(f"{t}-{c}" for c, t in chain)
     return f"instance-{task_id}-{component}"
+
+
+def process_tasks(name: str) -> list:
+    """``[(task, component)]`` an instance process's name says it runs (``[]``: not an instance)."""
+    if not name.startswith("instance-"):
+        return []
+    out = []
+    for part in name[len("instance-"):].split("+"):
+        task, _, component = part.partition("-")
+        if not task.isdigit() or not component:
+            return []
+        out.append((int(task), component))
+    return out
 
 
 def topology_config(topology: Any, base: Optional[Config] = None) -> Config:

@@ -44,3 +44,17 @@ def test_chained_word_count_is_exact_and_reports_every_component(cluster, tmp_pa
     assert metrics["components"]["split"]["emitted"] == TOTAL
     assert sorted(t["executed"] for t in metrics["tasks"].values() if t["component"] == "split") == [1000, 1000]
     cluster.squall("kill", "wc_finite")
+
+
+def test_a_chained_task_s_log_lines_name_it(cluster, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    cluster.squall("submit", os.path.join(HERE, "topologies", "wc_finite.py"), "--config-property",
+                   f"e2e.out.dir={out}", "--config-property", "squall.chaining=auto", "--config-property",
+                   "topology.workers=1")
+    logs, _ = cluster.squall("logs", "wc_finite", "--component", "split")
+    assert logs.count("==> ") == 2 and "instance-3-sentences+5-split.log" in logs
+    assert "squall.runtime.instance [sentences]: task 3 runs the chain sentences task 3 -> split task 5" in logs
+    only_task, _ = cluster.squall("logs", "wc_finite", "--task", "6")
+    assert only_task.count("==> ") == 1 and "instance-4-sentences+6-split.log" in only_task
+    cluster.squall("kill", "wc_finite")
