@@ -2,7 +2,7 @@
 
 The public topology API: spouts, bolts, streams, groupings and builders.
 """
-from squall.component import Bolt, ReliableSpout, Spout, TopologyContext, Tuple
+from squall.component import Bolt, ReliableSpout, Spout, TopologyContext, Tuple, TupleBatch
 from squall.errors import SquallError, TopologyError
 from squall.metrics import CountMetric, MeanMetric, MultiCountMetric
 from squall.stream import CustomGrouping, Grouping, Stream
@@ -26,5 +26,6 @@ __all__ = [
     "TopologyContext",
     "TopologyError",
     "Tuple",
+    "TupleBatch",
     "__version__",
 ]

@@ -93,6 +93,52 @@ class Tuple:
         return f"Tuple({self.component}/{self.stream} task={self.task} values={list(self.values)!r})"
 
 
+class TupleBatch:
+    """Tuples of one stream from one task, in arrival order: what ``Bolt.process_batch`` gets.
+
+    ``values`` is the list of their values (``for word, count in batch.values``
+    is the cheapest way through them); iterating gives ``Tuple`` objects. At
+    least once they are in the same trees (``roots``): acked together when
+    ``process_batch`` returns, failed together (``self.fail(batch)`` or a raise
+    under ``auto_fail``).
+    """
+
+    __slots__ = ("values", "source", "roots")
+
+    def __init__(self, values: list, source: TupleSource, roots: Any = None):
+        self.values = values
+        self.source = source
+        self.roots = roots
+
+    @property
+    def component(self) -> str:
+        return self.source.component
+
+    @property
+    def stream(self) -> str:
+        return self.source.stream
+
+    @property
+    def task(self) -> int:
+        return self.source.task
+
+    @property
+    def fields(self) -> tuple:
+        return self.source.fields
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __iter__(self) -> Any:
+        for values in self.values:
+            tup = object.__new__(Tuple)
+            tup.values, tup.source, tup.id, tup.roots = values, self.source, None, self.roots
+            yield tup
+
+    def __repr__(self) -> str:
+        return f"TupleBatch({self.component}/{self.stream} task={self.task}, {len(self.values)} tuples)"
+
+
 class Collector(Protocol):
     """What the runtime gives a component to send through."""
 
@@ -228,6 +274,19 @@ class Spout(Component):
         """
         return self._collector.emit(values, stream, tup_id, None, direct_task)
 
+    def emit_many(self, values_list: Sequence[Sequence[Any]], tup_ids: Optional[Sequence[Any]] = None,
+                  stream: str = DEFAULT_STREAM) -> None:
+        """Emit each of ``values_list`` in order (with the matching id of ``tup_ids``, at least once), as
+        ``emit`` would: one call for all (in a chain, handed to the next task as one batch)."""
+        if tup_ids is None:
+            for values in values_list:
+                self.emit(values, None, stream)
+        else:
+            if len(tup_ids) != len(values_list):
+                raise ValueError(f"emit_many: {len(values_list)} values but {len(tup_ids)} tup_ids")
+            for values, tup_id in zip(values_list, tup_ids):
+                self.emit(values, tup_id, stream)
+
     @classmethod
     def spec(cls, name: Optional[str] = None, par: int = 1, config: Optional[Mapping] = None) -> ComponentSpec:
         """A component spec for the class DSL (``class T(Topology): s = MySpout.spec()``)."""
@@ -255,6 +314,14 @@ class Bolt(Component):
     def process_tick(self, tup: Tuple) -> None:
         """Handle a tick tuple (``topology.tick.tuple.freq.secs``)."""
 
+    def process_batch(self, batch: TupleBatch) -> None:
+        """Handle several tuples at once (optional). A bolt that overrides it gets, instead of a
+        ``process`` call a tuple, one call with the tuples of each run it receives (at least once,
+        of each span: tuples in the same trees) and of each ``emit_many`` handed to it in a chain.
+        The default calls ``process`` for each tuple."""
+        for tup in batch:
+            self.process(tup)
+
     def emit(
         self,
         values: Sequence[Any],
@@ -264,6 +331,13 @@ class Bolt(Component):
     ) -> tuple:
         """Emit a tuple, anchored to ``anchors`` for at-least-once. Returns the target task ids, as a tuple."""
         return self._collector.emit(values, stream, None, anchors, direct_task)
+
+    def emit_many(self, values_list: Sequence[Sequence[Any]], stream: str = DEFAULT_STREAM,
+                  anchors: Optional[Iterable[Tuple]] = None) -> None:
+        """Emit each of ``values_list`` in order, as ``emit`` would: one call for all (in a chain,
+        handed to the next task as one batch, to its ``process_batch``)."""
+        for values in values_list:
+            self.emit(values, stream, anchors)
 
     def ack(self, tup: Tuple) -> None:
         self._collector.ack(tup)

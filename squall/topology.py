@@ -199,6 +199,10 @@ class _Validator:
                 raise TopologyError(
                     f"{where}.class: expected a subclass of squall.{base_cls.__name__}, got {spec.cls!r}"
                 )
+            if (spec.kind == "BOLT" and spec.cls.process_batch is not Bolt.process_batch
+                    and not getattr(spec.cls, "auto_ack", True)):
+                raise TopologyError(f"{where}.class: {spec.cls.__name__} has process_batch and auto_ack = False; a "
+                                    "batch is acked when process_batch returns: keep auto_ack on")
             par = spec.par
             if isinstance(par, bool) or not isinstance(par, int) or par < 1:
                 raise TopologyError(f"{where}.par: parallelism must be a positive integer, got {par!r}")

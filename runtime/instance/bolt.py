@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import msgpack
 
-from squall.component import SYSTEM_COMPONENT, TICK_STREAM, Tuple, TupleSource
+from squall.component import SYSTEM_COMPONENT, TICK_STREAM, Tuple, TupleBatch, TupleSource
 from squall.runtime.instance.state import InstanceState
 from squall.runtime.instance.tuples import ReceivedTuple
 from squall.runtime.protocol import DATA_HEADER_SIZE, control_frame
@@ -18,6 +18,13 @@ class BoltInstance(InstanceState):
     def init_role(self) -> None:
         self.consumed = 0  # tuples processed since the last report to the stream manager
         self.sources: dict = {}  # (source task, stream) -> TupleSource
+        self.batched = False  # its class has its own process_batch: runs go to it whole
+
+    def runtime_class(self, cls: type) -> type:
+        from squall.component import Bolt
+
+        self.batched = getattr(cls, "process_batch", Bolt.process_batch) is not Bolt.process_batch
+        return super().runtime_class(cls)
 
     def on_tasks(self, component_tasks: dict) -> None:
         self.sources.clear()
@@ -43,7 +50,8 @@ class BoltInstance(InstanceState):
         return self.on_runs(src, comp, runs, arrived)
 
     def on_runs(self, src: int, comp: str, runs: list, arrived: float) -> int:
-        """The runs ``[stream, values]`` of one frame from task ``src``: each tuple through process()."""
+        """The runs ``[stream, values]`` of one frame from task ``src``: each tuple through process(),
+        or each run through process_batch()."""
         process = self.component.process
         make = ReceivedTuple
         clock = time.perf_counter
@@ -51,11 +59,14 @@ class BoltInstance(InstanceState):
         t_start = clock()
         for stream, vals in runs:
             source = self.source(src, comp, stream)
-            for v in vals:
-                tup = make()
-                tup.values = v
-                tup.source = source
-                process(tup)
+            if self.batched:
+                self.component.process_batch(TupleBatch(vals, source))
+            else:
+                for v in vals:
+                    tup = make()
+                    tup.values = v
+                    tup.source = source
+                    process(tup)
             done += len(vals)
         self.account(done, t_start, clock(), arrived)
         return done

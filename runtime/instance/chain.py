@@ -2,19 +2,19 @@
 
 Each member keeps its own instance (``InstanceState``: its routes, batches,
 counters, user object); what changes is the edge between neighbours. A stream
-of the upstream member whose one subscriber is the next member is *delivered*:
-``emit`` calls the next member's ``process`` on the spot, with a tuple made in
-place, no batch, no msgpack, no stream manager. Everything else (other streams,
-other subscribers, tuples from outside the chain) goes the usual way, through
-the stream manager: frames for any member arrive on the chain's one
-connection and go to the member they name.
+of the upstream member whose one subscriber is the next member is *delivered*
+(``delivery.py``): ``emit`` calls the next member's ``process`` on the spot,
+with a tuple made in place, no batch, no msgpack, no stream manager.
+Everything else (other streams, other subscribers, tuples from outside the
+chain) goes the usual way, through the stream manager: frames for any member
+arrive on the chain's one connection and go to the member they name.
 
 Nothing is hidden in a chain:
 
 - every member reports its own metrics row: its tuples executed (delivered
   or received), emitted, acked and failed exactly; its execute time is its own
-  (a delivered call's time, sampled one call in ``SAMPLE_EVERY``, is taken out
-  of the caller's and counted as the callee's); the process's CPU and memory
+  (a delivered call's time, sampled, is taken out of the caller's and counted
+  as the callee's); the process's CPU and memory
   are shared among the rows (``user.__chain``: the member's share of the busy
   time, and the number of members);
 - a user error names the member it happened in (the log line, the failed tuple);
@@ -29,23 +29,12 @@ from __future__ import annotations
 
 import logging
 import sys
-import time
 from typing import Any, Optional
 
-from squall.runtime.acking import Span
-from squall.runtime.instance.tuples import IDLE, AutoAckedTuple, ReceivedTuple
 from squall.runtime.protocol import CONTROL, DEST_COUNT, HEADER_SIZE
-from squall.runtime.routing import RoutingError
-from squall.stream import DEFAULT_STREAM
 
 log = logging.getLogger("squall.runtime.instance")
-SAMPLE_EVERY = 16  # a delivered call's time is measured one call in this many (a power of two)
-_SAMPLE_MASK = SAMPLE_EVERY - 1
 _unpack_dest = DEST_COUNT.unpack_from
-
-
-class UserError(Exception):
-    """A member's process() raised (at most once: the process exits and its executor restarts it)."""
 
 
 def link(up: Any, down: Any) -> None:
@@ -67,158 +56,6 @@ def refresh(up: Any) -> None:
     streams = sorted(s for s, names in subscribers.items()
                      if names == {down.component_name} and s in up.routes and not up.routes[s].direct)
     up.delivery.retarget(down, streams[0] if streams else None)
-
-
-class Delivery:
-    """The edge from a chain member to the next: the member's ``emit`` (``wrap``, made when its
-    component's class is) hands the delivered stream's tuples to the next member's ``process`` by
-    call, and counts them. This is every delivered tuple's cost: what the calls take is timed one call
-    in ``SAMPLE_EVERY``, and the state lives in the closure's cells."""
-
-    def __init__(self, up: Any) -> None:
-        self.up = up
-        self.down: Any = None
-        self.stream: Optional[str] = None  # the stream delivered, once a plan has named the next member
-        self.emit: Any = None  # the generated emit (``wrap``)
-
-    def takes(self, stream: str, anchors: Any, direct_task: Optional[int]) -> bool:
-        """Whether ``emit`` hands this emit to the next member (the collector's generic emit asks:
-        a class with its own ``emit`` comes through it)."""
-        return (stream == self.stream and direct_task is None
-                and (anchors is None or not self.up.reliable or all(a is self.up.current for a in anchors)))
-
-    def wrap(self, inner: Any) -> Any:
-        """``emit`` with the delivered stream handed on; the rest through ``inner``. A delivered emit is
-        counted in ``take``'s calls (the caller's emits, the callee's executes, acked at least once)."""
-        up = self.up
-        clock = time.perf_counter
-        stream0: Optional[str] = None
-        process: Any = None
-        source: Any = None
-        fields = 0
-        targets: tuple = ()
-        calls = samples = 0
-        sampled = 0.0
-        down: Any = None
-
-        def retarget(new_down: Any, stream: Optional[str]) -> None:
-            nonlocal stream0, process, source, fields, targets, down
-            down = self.down = new_down
-            stream0 = self.stream = stream
-            if stream is not None:
-                process = down.component.process
-                source = down.source(up.task_id, up.component_name, stream)
-                fields = len(source.fields)
-                targets = (down.task_id,)
-
-        def take() -> tuple:
-            """(calls delivered, seconds the sampled ones took, calls sampled) since the last take."""
-            nonlocal calls, sampled, samples
-            out = (calls, sampled, samples)
-            calls = samples = 0
-            sampled = 0.0
-            return out
-
-        self.retarget, self.take = retarget, take
-        if not up.reliable:
-            make = ReceivedTuple
-
-            def emit(component: Any, values: Any, stream: str = DEFAULT_STREAM, anchors: Any = None,
-                     direct_task: Optional[int] = None, tup_id: Any = None) -> tuple:
-                nonlocal calls, sampled, samples
-                if stream != stream0 or direct_task is not None:  # anchors mean nothing at most once
-                    return inner(component, values, stream, anchors, direct_task, tup_id)
-                if len(values) != fields:
-                    raise _wrong_fields(up, stream, source, values)
-                tup = make()
-                tup.values = values
-                tup.source = source
-                calls += 1
-                try:
-                    if calls & _SAMPLE_MASK:
-                        process(tup)
-                    else:
-                        t0 = clock()
-                        process(tup)
-                        sampled += clock() - t0
-                        samples += 1
-                except UserError:
-                    raise
-                except Exception as e:
-                    raise _user_error(up, down) from e
-                return targets
-
-            self.emit = emit
-            return emit
-
-        make_tracked = AutoAckedTuple
-        tracker = up.tracker if up.is_spout else None
-        auto_anchor = not up.is_spout and up.auto_anchor
-        auto_ack = not up.is_spout and up.auto_ack
-
-        def emit_tracked(component: Any, values: Any, stream: str = DEFAULT_STREAM, anchors: Any = None,
-                         direct_task: Optional[int] = None, tup_id: Any = None) -> tuple:
-            nonlocal calls, sampled, samples
-            if stream != stream0 or direct_task is not None or (
-                    anchors is not None and any(a is not up.current for a in anchors)):
-                return inner(component, values, stream, anchors, direct_task, tup_id)
-            if len(values) != fields:
-                raise _wrong_fields(up, stream, source, values)
-            root = span = None
-            if tracker is not None:
-                if tup_id is not None:
-                    root = tracker.fresh_root(up.task_id)
-                    span = Span(root, 0)  # its value: what the tuples leaving the chain take of it
-            elif anchors is not None or auto_anchor:
-                span = (up.anchor_span or up.anchor()) if auto_ack else up.current.span
-            tup = make_tracked()
-            tup.values = values
-            tup.source = source
-            tup.roots = None if span is None else span.roots
-            # the callee's tuple is in the caller's span: its emits take shares of it (its anchor_span
-            # is None between calls), its fail fails it
-            down.span = span
-            down.current = tup
-            handled = down.handled
-            calls += 1
-            timed = not calls & _SAMPLE_MASK or root is not None
-            if timed:
-                t0 = clock()
-            try:
-                process(tup)
-            except Exception:
-                if not down.auto_fail:
-                    raise
-                down._raised(tup)
-            if not calls & _SAMPLE_MASK:
-                sampled += clock() - t0
-                samples += 1
-            down.current = IDLE
-            down.span = down.anchor_span = None  # (span_roots goes unused while span is set)
-            if down.handled != handled:  # it acked or failed it itself
-                down.ack_count -= down.handled - handled
-            if root is not None:
-                if span.failed:
-                    up._failed(tup_id)
-                elif span.delta:
-                    tracker.start(root, tup_id, span.delta, time.monotonic())
-                else:
-                    up.complete(tup_id, clock() - t0)  # the whole tree was processed in the chain
-            return targets
-
-        self.emit = emit_tracked
-        return emit_tracked
-
-
-def _wrong_fields(up: Any, stream: str, source: Any, values: Any) -> RoutingError:
-    return RoutingError(f"stream {up.component_name}/{stream} has fields {list(source.fields)}, got "
-                        f"{len(values)} values {list(values)!r}")
-
-
-def _user_error(up: Any, down: Any) -> UserError:
-    log.exception("task %d (%s): process() raised on a tuple from task %d (%s)", down.task_id, down.component_name,
-                  up.task_id, up.component_name)
-    return UserError(f"task {down.task_id} ({down.component_name}) raised")
 
 
 class Chain:
@@ -295,7 +132,6 @@ class Chain:
             calls, sampled, samples = up.delivery.take()
             down = up.next_member
             inclusive[down.task_id] = sampled / samples * calls if samples else 0.0
-            up.emit_count += calls
             if down.reliable:
                 down.ack_count += calls  # auto_ack: with the caller's (less any it acked or failed itself)
             down.execute_count += calls

@@ -35,10 +35,20 @@ def runtime_class(inst: Any, cls: type) -> type:
     methods: dict = {}
     own_emit = getattr(cls, "emit", None) is not base.emit
     if inst.chained:  # a chain member: its next member's stream is delivered by call
-        from squall.runtime.instance.chain import Delivery
+        from squall.runtime.instance.delivery import Delivery
 
         inst.delivery = Delivery(inst)
-        delivered = inst.delivery.wrap(generic_emit(inst) if own_emit else fast_emit(inst, tracked=inst.reliable))
+        delivered, emit_many = inst.delivery.wrap(generic_emit(inst) if own_emit else
+                                                  fast_emit(inst, tracked=inst.reliable))
+        if getattr(cls, "emit_many", None) is base.emit_many:
+            if inst.is_spout:
+                def spout_emit_many(spout: Any, values_list: Any, tup_ids: Any = None,
+                                    stream: str = DEFAULT_STREAM) -> None:
+                    emit_many(spout, values_list, stream, None, tup_ids)
+
+                methods["emit_many"] = spout_emit_many
+            else:
+                methods["emit_many"] = emit_many
     if not own_emit:
         emit = delivered if inst.chained else fast_emit(inst, tracked=inst.reliable)
         if inst.is_spout:

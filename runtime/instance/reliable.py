@@ -12,6 +12,7 @@ import logging
 import time
 from typing import Any, Optional
 
+from squall.component import TupleBatch
 from squall.runtime.acking import TASK_SHIFT, Roots, Span, root_task, roots_of, shared_span
 from squall.runtime.instance.batch import untouched_acks
 from squall.runtime.instance.bolt import BoltInstance
@@ -61,7 +62,9 @@ class ReliableBoltInstance(BoltInstance):
         for stream, vals, spans in runs:
             source = self.source(src, comp, stream)
             done += len(vals)
-            if self.auto_ack:
+            if self.batched:
+                self._run_batched(source, vals, spans)
+            elif self.auto_ack:
                 self._run_auto_acked(source, vals, spans)
             else:
                 self._run_acked_by_bolt(source, vals, spans)
@@ -122,6 +125,41 @@ class ReliableBoltInstance(BoltInstance):
         pairs = untouched_acks(spans, touched)
         if pairs:
             self._queue_acks(pairs)
+
+    def _run_batched(self, source: Any, vals: list, spans: list) -> None:
+        """One received run for a bolt with its own process_batch (``auto_ack``: ``build()`` checks):
+        each span's tuples in one call, acked together when it returns, failed together when it
+        fails the batch or raises (``auto_fail``)."""
+        process_batch = self.component.process_batch
+        for k in range(0, len(spans), 3):
+            start, roots, value = spans[k], spans[k + 1], spans[k + 2]
+            end = spans[k + 3] if k + 3 < len(spans) else len(vals)
+            batch = TupleBatch(vals[start:end], source, roots)
+            self.span_roots, self.span_value = roots, value
+            self.span = self.anchor_span = None
+            self.current = batch
+            try:
+                process_batch(batch)
+            except Exception:
+                if not self.auto_fail:
+                    raise
+                self._raised(batch)
+            self._batch_done(batch, roots, value)
+        self.current = IDLE
+        self.span_roots = self.span = self.anchor_span = None
+
+    def _batch_done(self, batch: Any, roots: Any, value: Any) -> None:
+        """process_batch returned: the span is acked (it rides on a child span, or goes out in an ACK
+        frame), unless the batch failed (each of its tuples counts as failed)."""
+        span = self.span
+        if span is not None and span.failed:
+            self.fail_count += len(batch) - 1  # fail_tuple counted one
+            self.handled += len(batch) - 1
+        elif span is not None:
+            self._span_acked(span)
+        elif roots is not None:
+            self._queue_acks([x for pair in zip(roots_of(roots), [value] * len(roots_of(roots))
+                                                 if value.__class__ is int else value) for x in pair])
 
     def _run_acked_by_bolt(self, source: Any, vals: list, spans: list) -> None:
         """One received run for a bolt that acks itself: each tuple holds its ``Span``, which is
@@ -196,9 +234,10 @@ class ReliableBoltInstance(BoltInstance):
     # acks and fails ----------------------------------------------------------------------
     def ack(self, tup: Any) -> None:
         """The bolt acks ``tup``, once. Under ``auto_ack`` only the tuple being processed counts (the
-        others are acked already), and its span is acked as a whole once process() returns."""
+        others are acked already), and its span is acked as a whole once process() returns (a batch
+        is acked when process_batch returns)."""
         if self.auto_ack:
-            if tup is self.current and tup is not IDLE:
+            if tup is self.current and tup is not IDLE and tup.__class__ is not TupleBatch:
                 self.current = IDLE
                 self.anchor_span = None
                 self.ack_count += 1

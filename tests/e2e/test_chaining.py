@@ -58,3 +58,24 @@ def test_a_chained_task_s_log_lines_name_it(cluster, tmp_path):
     only_task, _ = cluster.squall("logs", "wc_finite", "--task", "6")
     assert only_task.count("==> ") == 1 and "instance-4-sentences+6-split.log" in only_task
     cluster.squall("kill", "wc_finite")
+
+
+@pytest.mark.parametrize("chaining", ["auto", "off"])
+@pytest.mark.parametrize("mode", ["ATMOST_ONCE", "ATLEAST_ONCE"])
+def test_the_batch_api_counts_exactly_chained_or_not(cluster, tmp_path, chaining, mode):
+    """emit_many and process_batch: handed on as batches in a chain, received as runs through the
+    stream manager; at least once every id is acked."""
+    out = tmp_path / "out"
+    out.mkdir()
+    cluster.squall("submit", os.path.join(HERE, "topologies", "wc_batch.py"), "--config-property",
+                   f"e2e.out.dir={out}", "--config-property", f"squall.chaining={chaining}", "--config-property",
+                   f"topology.reliability.mode={mode}")
+    shown = json.loads(cluster.squall("show", "wc_batch", "--json")[0])
+    assert shown["chains"] == ([["sentences", "split", "count"]] if chaining == "auto" else [])
+    wait_until(lambda: sum(sum(c.values()) for c in read_counts(str(out)).values()) >= TOTAL,
+               timeout=90, what=f"{TOTAL} words counted")
+    assert sum(read_counts(str(out)).values(), start=type(expected_counts(1))()) == expected_counts(2000)
+    if mode == "ATLEAST_ONCE":
+        acked = lambda: {int(x) for x in (out / "acked.log").read_text().split()}  # noqa: E731
+        wait_until(lambda: acked() == set(range(2000)), timeout=30, what="every sentence id acked")
+    cluster.squall("kill", "wc_batch")

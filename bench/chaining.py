@@ -1,0 +1,135 @@
+"""Chaining: the same word count chained, unchained, and as plain single-process Python, side by side.
+
+    .venv/bin/python bench/chaining.py [--seconds 6] [--rounds 3]
+
+Each round runs, one after the other on this machine (figures drift from one
+second to the next here, so every round has its own baseline):
+
+- plain Python: the same word count as plain Python calls in one process (the
+  spout's, split's and count's work as functions called for each tuple, with
+  the same values), the baseline of the targets; and the tightest loop (no call
+  and no values list a word) for reference;
+- unchained, today's shape: bench/topologies/wc_bench.py (1 sentence, 2 split,
+  2 count tasks; ``squall.chaining: off``): one process per task;
+- unchained, one task each: wc_bench_single.py with ``squall.chaining: off``;
+- chained, one task each: wc_bench_single.py with ``squall.chaining: auto``:
+  sentence -> split -> count in one process;
+- chained, two of each: wc_bench_pairs.py with ``squall.chaining: auto``: two
+  sentence -> split chains, two count processes (fields grouping);
+- at least once, chained one task each (``topology.max.spout.pending`` unlimited).
+
+It prints words/s for each, and the ratios the chaining issue sets targets for
+(median over rounds): chained / plain Python, chained / unchained (today's shape),
+and chained at least once / at most once.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "topologies"))
+
+import wordcount_e2e  # noqa: E402
+
+TOPOLOGIES = os.path.join(HERE, "topologies")
+RUNS = {
+    "unchained (1,2,2)": ("wc_bench.py", "squall.chaining=off"),
+    "unchained (1,1,1)": ("wc_bench_single.py", "squall.chaining=off"),
+    "chained (1,1,1)": ("wc_bench_single.py", "squall.chaining=auto"),
+    "chained (2,2,2)": ("wc_bench_pairs.py", "squall.chaining=auto"),
+    "chained (1,1,1) at least once": ("wc_bench_single.py", "squall.chaining=auto",
+                                      "topology.reliability.mode=ATLEAST_ONCE", "topology.max.spout.pending=null"),
+}
+
+
+def plain_python(seconds: float) -> float:
+    """Words/s of the same word count as plain Python calls in this process: the spout's work (100
+    sentences a burst, each with the burst's time), then split and count as functions called for
+    each tuple with the values the topology's components get (bench/topologies/wc_bench.py)."""
+    from wc_bench import sentence
+
+    sentences = [sentence(i) for i in range(1000)]
+    counts: dict = {}
+    last = [None]
+    samples: list = []
+
+    def count(values: list) -> None:
+        word, stamp = values
+        counts[word] = counts.get(word, 0) + 1
+        if stamp != last[0]:
+            last[0] = stamp
+            now = time.time()
+            samples.append((now, now - stamp))
+
+    def split(values: list) -> None:
+        t = values[1]
+        for word in values[0].split():
+            count([word, t])
+
+    i = 0
+    start = time.perf_counter()
+    deadline = start + seconds
+    while time.perf_counter() < deadline:
+        now = time.time()
+        for _ in range(100):
+            split([sentences[i % 1000], now])
+            i += 1
+    return sum(counts.values()) / (time.perf_counter() - start)
+
+
+def tight_loop(seconds: float) -> float:
+    """Words/s of the word count as the tightest plain loop (no call, no values list a word): for
+    reference, what Python itself allows."""
+    from wc_bench import sentence
+
+    sentences = [sentence(i) for i in range(1000)]
+    counts: dict = {}
+    start = time.perf_counter()
+    deadline = start + seconds
+    while time.perf_counter() < deadline:
+        for s in sentences:
+            for word in s.split():
+                counts[word] = counts.get(word, 0) + 1
+    return sum(counts.values()) / (time.perf_counter() - start)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seconds", type=float, default=6.0)
+    p.add_argument("--rounds", type=int, default=3)
+    args = p.parse_args()
+    results: dict = {name: [] for name in ["plain Python", "tight loop", *RUNS]}
+    for r in range(args.rounds):
+        results["plain Python"].append(plain_python(args.seconds))
+        results["tight loop"].append(tight_loop(args.seconds))
+        for name, (file, *props) in RUNS.items():
+            run = wordcount_e2e.run(args.seconds, 4.0, *props, topology=os.path.join(TOPOLOGIES, file))
+            results[name].append(run["words_per_sec"])
+        print(f"round {r + 1}: " + ", ".join(f"{name} {v[-1] / 1e3:,.0f}k" for name, v in results.items()))
+    med = {name: statistics.median(v) for name, v in results.items()}
+
+    def ratio(a: str, b: str) -> str:
+        rs = sorted(x / y for x, y in zip(results[a], results[b]))
+        return f"{statistics.median(rs):.2f}x (rounds {rs[0]:.2f}x-{rs[-1]:.2f}x)"
+
+    print(f"\nwords/s, median of {args.rounds} rounds ({os.cpu_count()} cores):")
+    for name, value in med.items():
+        print(f"  {name:<32} {value / 1e3:>8,.0f}k")
+    print("ratios (each round against its own runs):")
+    print(f"  chained (1,1,1) / plain Python:             {ratio('chained (1,1,1)', 'plain Python')}")
+    print(f"  chained (2,2,2) / plain Python:             {ratio('chained (2,2,2)', 'plain Python')}")
+    print(f"  chained (1,1,1) / tight loop:               {ratio('chained (1,1,1)', 'tight loop')}")
+    print(f"  chained (1,1,1) / unchained (1,2,2):        {ratio('chained (1,1,1)', 'unchained (1,2,2)')}")
+    print(f"  chained (2,2,2) / unchained (1,2,2):        {ratio('chained (2,2,2)', 'unchained (1,2,2)')}")
+    print(f"  chained (1,1,1) / unchained (1,1,1):        {ratio('chained (1,1,1)', 'unchained (1,1,1)')}")
+    print(f"  chained at least once / at most once (1,1,1): "
+          f"{ratio('chained (1,1,1) at least once', 'chained (1,1,1)')}")
+
+
+if __name__ == "__main__":
+    main()
