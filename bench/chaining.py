@@ -16,7 +16,9 @@ second to the next here, so every round has its own baseline):
   sentence -> split -> count in one process;
 - chained, two of each: wc_bench_pairs.py with ``squall.chaining: auto``: two
   sentence -> split chains, two count processes (fields grouping);
-- at least once, chained one task each (``topology.max.spout.pending`` unlimited).
+- at least once, chained one task each (``topology.max.spout.pending`` unlimited);
+- the same word count written with the batch API (wc_bench_batch.py: ``emit_many``
+  and ``process_batch``), unchained, chained, and chained at least once.
 
 It prints words/s for each, and the ratios the chaining issue sets targets for
 (median over rounds): chained / plain Python, chained / unchained (today's shape),
@@ -44,6 +46,10 @@ RUNS = {
     "chained (2,2,2)": ("wc_bench_pairs.py", "squall.chaining=auto"),
     "chained (1,1,1) at least once": ("wc_bench_single.py", "squall.chaining=auto",
                                       "topology.reliability.mode=ATLEAST_ONCE", "topology.max.spout.pending=null"),
+    "batch API unchained (1,1,1)": ("wc_bench_batch.py", "squall.chaining=off"),
+    "batch API chained (1,1,1)": ("wc_bench_batch.py", "squall.chaining=auto"),
+    "batch API chained at least once": ("wc_bench_batch.py", "squall.chaining=auto",
+                                        "topology.reliability.mode=ATLEAST_ONCE", "topology.max.spout.pending=null"),
 }
 
 
@@ -104,12 +110,14 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args()
     results: dict = {name: [] for name in ["plain Python", "tight loop", *RUNS]}
+    cpu: dict = {name: [] for name in RUNS}  # µs of CPU a word, every process of the topology
     for r in range(args.rounds):
         results["plain Python"].append(plain_python(args.seconds))
         results["tight loop"].append(tight_loop(args.seconds))
         for name, (file, *props) in RUNS.items():
             run = wordcount_e2e.run(args.seconds, 4.0, *props, topology=os.path.join(TOPOLOGIES, file))
             results[name].append(run["words_per_sec"])
+            cpu[name].append(sum(run["cpu_us_per_word"].values()))
         print(f"round {r + 1}: " + ", ".join(f"{name} {v[-1] / 1e3:,.0f}k" for name, v in results.items()))
     med = {name: statistics.median(v) for name, v in results.items()}
 
@@ -117,9 +125,10 @@ def main() -> None:
         rs = sorted(x / y for x, y in zip(results[a], results[b]))
         return f"{statistics.median(rs):.2f}x (rounds {rs[0]:.2f}x-{rs[-1]:.2f}x)"
 
-    print(f"\nwords/s, median of {args.rounds} rounds ({os.cpu_count()} cores):")
+    print(f"\nwords/s, median of {args.rounds} rounds ({os.cpu_count()} cores), and CPU µs a word (all processes):")
     for name, value in med.items():
-        print(f"  {name:<32} {value / 1e3:>8,.0f}k")
+        used = f"{statistics.median(cpu[name]):>6.2f} µs" if name in cpu else ""
+        print(f"  {name:<32} {value / 1e3:>8,.0f}k  {used}")
     print("ratios (each round against its own runs):")
     print(f"  chained (1,1,1) / plain Python:             {ratio('chained (1,1,1)', 'plain Python')}")
     print(f"  chained (2,2,2) / plain Python:             {ratio('chained (2,2,2)', 'plain Python')}")
@@ -129,6 +138,12 @@ def main() -> None:
     print(f"  chained (1,1,1) / unchained (1,1,1):        {ratio('chained (1,1,1)', 'unchained (1,1,1)')}")
     print(f"  chained at least once / at most once (1,1,1): "
           f"{ratio('chained (1,1,1) at least once', 'chained (1,1,1)')}")
+    print(f"  batch API chained / plain Python:           {ratio('batch API chained (1,1,1)', 'plain Python')}")
+    print(f"  batch API chained / unchained (1,2,2):      {ratio('batch API chained (1,1,1)', 'unchained (1,2,2)')}")
+    print(f"  batch API chained / batch API unchained:    "
+          f"{ratio('batch API chained (1,1,1)', 'batch API unchained (1,1,1)')}")
+    print(f"  batch API chained at least once / at most once: "
+          f"{ratio('batch API chained at least once', 'batch API chained (1,1,1)')}")
 
 
 if __name__ == "__main__":
