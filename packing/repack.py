@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Mapping, Optional
 
 from squall.conf import Config
@@ -32,6 +33,7 @@ from squall.packing.build import build_plan
 from squall.packing.errors import PackingError
 from squall.packing.pack import place_new
 from squall.packing.request import Request, build_request
+from squall.packing.resources import Res
 from squall.packing.validate import check_plan
 
 
@@ -43,6 +45,7 @@ class PlanDiff:
     removed: list = field(default_factory=list)
     moved: list = field(default_factory=list)
     renumbered: list = field(default_factory=list)  # (old InstanceId, new InstanceId)
+    resized: list = field(default_factory=list)  # kept, with other resources (component config changed)
 
 
 def with_parallelism(topology: Any, parallelism: Mapping[str, int]) -> Any:
@@ -136,14 +139,39 @@ def _scale_down(bins: Bins, par: Mapping[str, int]) -> None:
 
 
 def _evict_overfull(bins: Bins) -> list:
+    """Containers above capacity (component sizes changed) give up as few
+    instances as will do: the smallest whose leaving alone makes the container
+    fit, else the one that takes most off the excess, until it fits. Ties: the
+    newest (highest task id). Nothing leaves a container that fits."""
     displaced = []
+    room = bins.room
     for i in list(bins.overfull()):
-        for m in sorted(bins.members[i], key=lambda m: -m[1]):
-            if bins.used(i).fits(bins.room):
+        while True:
+            excess = [max(0, u - r) for u, r in zip(bins.used(i), room)]
+            if not any(excess):
                 break
-            bins.remove(i, m)
-            displaced.append(m)
+            newest: dict = {}
+            for m in bins.members[i]:
+                if m[1] > newest.get(m[0], (None, 0))[1]:
+                    newest[m[0]] = m
+            candidates = [(bins.sizes[name], m) for name, m in sorted(newest.items())]
+            enough = [(s, m) for s, m in candidates if all(x >= e for x, e in zip(s, excess))]
+            if enough:
+                size, victim = min(enough, key=lambda sm: (_share(sm[0], room), -sm[1][1]))
+            else:
+                size, victim = max(candidates, key=lambda sm: (_relief(sm[0], excess), sm[1][1]))
+            bins.remove(i, victim)
+            displaced.append(victim)
     return displaced
+
+
+def _share(size: Res, room: Res) -> Fraction:
+    return sum((Fraction(s, r) for s, r in zip(size, room) if r), Fraction(0))
+
+
+def _relief(size: Res, excess: list) -> Fraction:
+    """How much of the excess leaving takes away, each dimension as a share of its excess."""
+    return sum((Fraction(min(s, e), e) for s, e in zip(size, excess) if e), Fraction(0))
 
 
 def _resize_containers(request: Request, bins: Bins, containers: Optional[int]) -> list:
@@ -209,9 +237,9 @@ def _new_instances(bins: Bins, displaced: list, plan: Any, par: Mapping[str, int
 
 
 def diff_plans(old: Any, new: Any) -> PlanDiff:
-    """Instances added, removed, moved (other container) and renumbered, by task id."""
+    """Instances added, removed, moved (other container), renumbered and resized, by task id."""
     def where(plan: Any) -> dict:
-        return {i.id.task_id: (c.id, i.id) for c in plan.containers for i in c.instances}
+        return {i.id.task_id: (c.id, i.id, i.resources) for c in plan.containers for i in c.instances}
 
     before, after = where(old), where(new)
     diff = PlanDiff()
@@ -221,9 +249,11 @@ def diff_plans(old: Any, new: Any) -> PlanDiff:
         elif task not in before:
             diff.added.append(after[task][1])
         else:
-            (c0, id0), (c1, id1) = before[task], after[task]
+            (c0, id0, r0), (c1, id1, r1) = before[task], after[task]
             if c0 != c1:
                 diff.moved.append(id1)
             if id0 != id1:
                 diff.renumbered.append((id0, id1))
+            if r0 != r1:
+                diff.resized.append(id1)
     return diff
