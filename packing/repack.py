@@ -115,6 +115,16 @@ def _scale_down(bins: Bins, par: Mapping[str, int]) -> None:
             continue
         for v in by_bin.values():
             v.sort(key=lambda m: m[2])
+        freed = []
+        # first empty whole containers that hold only this component, fewest instances first
+        only = sorted((len(v), -bins.ids[i], i) for i, v in by_bin.items() if len(v) == len(bins.members[i]))
+        for n, _, i in only:
+            if n > excess:
+                break
+            for victim in by_bin.pop(i):
+                bins.remove(i, victim)
+                freed.append(victim[2])
+            excess -= n
 
         def key(i: int) -> tuple:
             total, mine = len(bins.members[i]), len(by_bin[i])
@@ -122,7 +132,6 @@ def _scale_down(bins: Bins, par: Mapping[str, int]) -> None:
 
         heap = [key(i) for i in by_bin]
         heapq.heapify(heap)
-        freed = []
         for _ in range(excess):
             i = heapq.heappop(heap)[-1]
             victim = by_bin[i].pop()

@@ -69,7 +69,7 @@ def test_ranks_per_topology_and_overall(report):
     overall = rows_of(report, "policies")
     assert [r["overall_rank"] for r in overall] == [1, 2, 3, 4, 5, 6]
     assert sum(r["wins"] for r in overall) == sum(1 for r in rows if r["cheapest"])
-    assert report.charts and report.summary[0] == "6 topologies × 6 policies = 36 packings"
+    assert report.charts and report.summary[0] == "6 topologies × 8 policies = 48 packings"
 
 
 def test_cluster_view_adds_fit_and_fragmentation(spark, topology_dir, tmp_path):
