@@ -6,7 +6,8 @@
 2. If that is above the lower bound and small enough to search
    (``SEARCH_CONTAINERS``), a bounded exact search (``search.Search``) looks
    for a packing into one container fewer, again and again, until it proves
-   there is none, reaches the lower bound or spends ``SEARCH_STEPS``.
+   there is none, reaches the lower bound or spends ``SEARCH_STEPS``; each
+   target is tried under two component orders, each with half the steps.
 3. ``topology.workers`` set to W above that count: the instances are dealt
    largest first over W containers (``fit.round_robin_fit``, a container
    that cannot take an instance is skipped); should that need more than W,
@@ -30,6 +31,7 @@ from squall.packing.search import Search
 
 SEARCH_CONTAINERS = 64  # above this many containers, the greedy packing stands
 SEARCH_STEPS = 30_000  # per packing; a step is one node of the search
+SEARCH_ORDERS = (3, 0)  # which of ``orderings`` the search tries, each with its share of the steps
 
 
 def count_problem(request: Request, instances: Mapping[str, list]) -> CountProblem:
@@ -55,9 +57,13 @@ def fewest(problem: CountProblem) -> list:
     solution = expand(best)
     bound = lower_bound(problem)
     if bound < len(solution) <= SEARCH_CONTAINERS:
-        search = Search(problem, orders[3], SEARCH_STEPS)
-        while len(solution) > bound:
-            found = search.fewer(len(solution) - 1)
+        search = Search(problem, SEARCH_STEPS)
+        tries = [orders[t] for t in SEARCH_ORDERS]
+        while len(solution) > bound and search.steps_left > 0:
+            for order in tries:
+                found = search.fewer(len(solution) - 1, order, SEARCH_STEPS // len(tries))
+                if found is not None or search.proven:
+                    break
             if found is None:
                 break
             solution = found

@@ -143,7 +143,7 @@ def fill_by_score(problem: CountProblem, score: str) -> list:
     others' room squared)."""
     sizes, room = problem.sizes, problem.room
     k = len(sizes)
-    w0, w1, w2 = (_product_except(room, d) ** 2 if room[d] else 0 for d in range(3))
+    w0, w1, w2 = (product_except(room, d) ** 2 if room[d] else 0 for d in range(3))
     left = list(problem.counts)
     groups = []
     while any(left):
@@ -176,7 +176,7 @@ def fill_by_score(problem: CountProblem, score: str) -> list:
     return groups
 
 
-def _product_except(values: Sequence[int], skip: int) -> int:
+def product_except(values: Sequence[int], skip: int) -> int:
     p = 1
     for d, v in enumerate(values):
         if d != skip and v:

@@ -35,6 +35,7 @@ from squall.packing.pack import place_new
 from squall.packing.request import Request, build_request
 from squall.packing.resources import Res
 from squall.packing.validate import check_plan
+from squall.topology import encode_config
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,21 @@ def with_parallelism(topology: Any, parallelism: Mapping[str, int]) -> Any:
     """A copy of the Thrift topology with some components' parallelism replaced."""
     return replace(topology, components=[
         replace(c, parallelism=parallelism.get(c.name, c.parallelism)) for c in topology.components
+    ])
+
+
+def with_component_config(topology: Any, configs: Mapping[str, Mapping[str, Any]]) -> Any:
+    """A copy of the Thrift topology with keys set in some components' config
+    (``{component: {"squall.component.cpu": 0.6}}``): what ``repack`` takes to
+    resize instances. Values are checked when the topology is next packed."""
+    names = {c.name for c in topology.components}
+    for name in configs:
+        if name not in names:
+            raise PackingError(f"component {name!r}: the topology has no such component")
+    return replace(topology, components=[
+        replace(c, config={**c.config, **encode_config(configs[c.name], f"components.{c.name}.config")})
+        if c.name in configs else c
+        for c in topology.components
     ])
 
 

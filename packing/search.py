@@ -17,10 +17,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from squall.packing.counts import CountProblem, _product_except, lower_bound
-
-
-FILLINGS = 20
+from squall.packing.counts import CountProblem, product_except, lower_bound
 
 
 class _OutOfSteps(Exception):
@@ -28,28 +25,38 @@ class _OutOfSteps(Exception):
 
 
 class Search:
-    """``fewer(target)``: count vectors of a packing into at most ``target``
-    containers, or None when there is none (or the budget ran out: ``exhausted``)."""
+    """Looks for packings into fewer containers, within ``budget`` steps in all.
 
-    def __init__(self, problem: CountProblem, order: Sequence[int], budget: int):
+    ``fewer(target, order, steps)``: count vectors of a packing into at most
+    ``target`` containers, or None. None with ``proven`` set means there is
+    none; otherwise this try ran out of its ``steps``. What one try proves
+    impossible (some remaining counts in so many containers) holds for every
+    later try, whatever its order."""
+
+    def __init__(self, problem: CountProblem, budget: int):
         self.problem = problem
-        self.order = list(order)
         self.steps_left = budget
-        self.exhausted = False
+        self.proven = False
+        self.order: list = []
+        self._try_left = 0
         self._failed: dict = {}  # remaining counts -> most containers they failed with
 
-    def fewer(self, target: int) -> Optional[list]:
-        if self.exhausted:
-            return None
+    def fewer(self, target: int, order: Sequence[int], steps: int) -> Optional[list]:
+        self.order = list(order)
+        allowed = self._try_left = min(steps, self.steps_left)
         try:
-            return self._fill(list(self.problem.counts), target)
+            found = self._fill(list(self.problem.counts), target)
+            self.proven = found is None
+            return found
         except _OutOfSteps:
-            self.exhausted = True
+            self.proven = False
             return None
+        finally:
+            self.steps_left -= allowed - max(self._try_left, 0)
 
     def _step(self, cost: int = 1) -> None:
-        self.steps_left -= cost
-        if self.steps_left < 0:
+        self._try_left -= cost
+        if self._try_left < 0:
             raise _OutOfSteps
 
     def _fill(self, left: list, containers: int) -> Optional[list]:
@@ -87,8 +94,6 @@ class Search:
 
         def walk(i: int, used: list) -> None:
             self._step()
-            if len(out) >= FILLINGS:
-                return
             if i == len(types):
                 self._step(len(types))
                 if all(room_for(used, t) <= 0 for t in types):
@@ -103,6 +108,6 @@ class Search:
 
         walk(0, list(sizes[first]))
         # fullest first: the sum of the container's shares (cross-multiplied, exact); ties keep enumeration order
-        weights = [_product_except(room, d) if room[d] else 0 for d in range(len(room))]
+        weights = [product_except(room, d) if room[d] else 0 for d in range(len(room))]
         out.sort(key=lambda f: -sum(u * w for u, w in zip(f[1], weights)))
         return [f[0] for f in out]

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from squall.cli import main
 from squall.idl import encode
-from squall.packing import PackingError, pack, repack, validate_plan, with_parallelism
+from squall.conf import ConfigError
+from squall.packing import PackingError, pack, repack, validate_plan, with_component_config, with_parallelism
 from squall.packing.auto import split
 from squall.packing.counts import CountProblem, first_fit, lower_bound, orderings
 from squall.packing.search import Search
@@ -106,12 +107,17 @@ def test_search_finds_what_every_greedy_packing_misses():
 
 def test_search_counts_steps_and_gives_up_deterministically():
     problem = CountProblem(sizes=((1200, 2048, 0), (1500, 2048, 0)), counts=(4, 2), room=(4000, 8000, 10000))
+    order = orderings(problem)[3]
     assert lower_bound(problem) == 2
-    assert Search(problem, orderings(problem)[3], budget=1000).fewer(2) == [(2, 1), (2, 1)]
-    starved = Search(problem, orderings(problem)[3], budget=3)
-    assert starved.fewer(2) is None and starved.exhausted
-    proved = Search(problem, orderings(problem)[3], budget=1000)
-    assert proved.fewer(1) is None and not proved.exhausted  # one container cannot hold them: proven
+    assert Search(problem, budget=1000).fewer(2, order, steps=1000) == [(2, 1), (2, 1)]
+    starved = Search(problem, budget=3)
+    assert starved.fewer(2, order, steps=1000) is None and not starved.proven and starved.steps_left == 0
+    # five of 0.4: the volume says 2 containers, but a container holds 2; proving it takes a search
+    fifths = CountProblem(sizes=((400, 0, 0),), counts=(5,), room=(1000, 10, 10))
+    assert lower_bound(fifths) == 2
+    proving = Search(fifths, budget=1000)
+    assert proving.fewer(2, [0], steps=1000) is None and proving.proven
+    assert 0 < proving.steps_left < 1000
 
 
 def test_first_fit_by_counts_is_first_fit_per_instance():
@@ -185,7 +191,7 @@ def test_repack_scale_down_drops_the_containers_it_empties():
 def test_repack_bigger_instances_move_only_what_no_longer_fits():
     t = topo(SPOUT2_BOLT8)
     plan = pack(t)
-    bigger = topo([comp("spout", 2), comp("bolt", 8, cpu=0.6, inputs=["spout"])])
+    bigger = with_component_config(t, {"bolt": {"squall.component.cpu": 0.6}})
     new, diff = repack(bigger, plan, {})
     validate_plan(bigger, new)
     # container 1: 7 x 0.6 = 4.2 > 3.65, so one bolt leaves (6 x 0.6 = 3.6); it fits container 2's room
@@ -194,6 +200,14 @@ def test_repack_bigger_instances_move_only_what_no_longer_fits():
                            (2, ["bolt6", "bolt7", "spout0", "spout1"])]
     assert [i.component_index for i in diff.resized] == list(range(8))
     assert diff.added == diff.removed == []
+    # resized and scaled at once: bolt6 and the 2 new bolts all fit container 2 (4 x 0.6 + 2 x 0.5 = 3.4)
+    new, diff = repack(bigger, plan, {"bolt": 10})
+    validate_plan(with_parallelism(bigger, {"bolt": 10}), new)
+    assert [len(c.instances) for c in new.containers] == [6, 6] and diff.moved == [diff.resized[6]]
+    with pytest.raises(PackingError, match="component 'nope': the topology has no such component"):
+        with_component_config(t, {"nope": {"squall.component.cpu": 1}})
+    with pytest.raises(ConfigError, match=r"squall.component.cpu \(components.bolt.config\): must be >= 0"):
+        repack(with_component_config(t, {"bolt": {"squall.component.cpu": -1}}), plan, {})
 
 
 def test_repack_resized_instances_that_fit_stay_and_new_ones_open_containers():
