@@ -15,7 +15,7 @@ on every machine and every run, whatever the machine's speed.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from squall.packing.counts import CountProblem, product_except, lower_bound
 
@@ -54,7 +54,7 @@ class Search:
         finally:
             self.steps_left -= allowed - max(self._try_left, 0)
 
-    def _step(self, cost: int = 1) -> None:
+    def _step(self, cost: int) -> None:
         self._try_left -= cost
         if self._try_left < 0:
             raise _OutOfSteps
@@ -71,7 +71,7 @@ class Search:
             self._failed[key] = containers
             return None
         for take in self._fillings(left):
-            self._step()
+            self._step(1)
             rest = [n - q for n, q in zip(left, take)]
             found = self._fill(rest, containers - 1)
             if found is not None:
@@ -80,34 +80,40 @@ class Search:
         return None
 
     def _fillings(self, left: list) -> list:
-        """Maximal fillings of one container holding the first component left, fullest first."""
-        problem = self.problem
-        sizes, room = problem.sizes, problem.room
-        first = next(t for t in self.order if left[t])
-        types = [t for t in self.order if left[t]]
-        take = [0] * len(left)
-        take[first] = 1
-        out = []
+        return maximal_fillings(self.problem, left, self.order, self._step)
 
-        def room_for(used: list, t: int) -> int:
-            return min(left[t] - take[t], problem.per_container(used, t))
 
-        def walk(i: int, used: list) -> None:
-            self._step()
-            if i == len(types):
-                self._step(len(types))
-                if all(room_for(used, t) <= 0 for t in types):
-                    out.append((tuple(take), used))
-                return
-            t = types[i]
-            size = sizes[t]
-            for q in range(room_for(used, t), -1, -1):
-                take[t] += q
-                walk(i + 1, [u + q * s for u, s in zip(used, size)])
-                take[t] -= q
+def maximal_fillings(problem: CountProblem, left: Sequence[int], order: Sequence[int],
+                     step: Callable[[int], None]) -> list:
+    """Every maximal filling (count vector) of one container holding an
+    instance of the first component in ``order`` with instances ``left``,
+    fullest first. ``step(cost)`` is charged for each node of the enumeration."""
+    sizes, room = problem.sizes, problem.room
+    first = next(t for t in order if left[t])
+    types = [t for t in order if left[t]]
+    take = [0] * len(left)
+    take[first] = 1
+    out = []
 
-        walk(0, list(sizes[first]))
-        # fullest first: the sum of the container's shares (cross-multiplied, exact); ties keep enumeration order
-        weights = [product_except(room, d) if room[d] else 0 for d in range(len(room))]
-        out.sort(key=lambda f: -sum(u * w for u, w in zip(f[1], weights)))
-        return [f[0] for f in out]
+    def room_for(used: list, t: int) -> int:
+        return min(left[t] - take[t], problem.per_container(used, t))
+
+    def walk(i: int, used: list) -> None:
+        step(1)
+        if i == len(types):
+            step(len(types))
+            if all(room_for(used, t) <= 0 for t in types):
+                out.append((tuple(take), used))
+            return
+        t = types[i]
+        size = sizes[t]
+        for q in range(room_for(used, t), -1, -1):
+            take[t] += q
+            walk(i + 1, [u + q * s for u, s in zip(used, size)])
+            take[t] -= q
+
+    walk(0, list(sizes[first]))
+    # fullest first: the sum of the container's shares (cross-multiplied, exact); ties keep enumeration order
+    weights = [product_except(room, d) if room[d] else 0 for d in range(len(room))]
+    out.sort(key=lambda f: -sum(u * w for u, w in zip(f[1], weights)))
+    return [f[0] for f in out]

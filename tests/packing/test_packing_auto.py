@@ -13,8 +13,8 @@ from squall.idl import encode
 from squall.conf import ConfigError
 from squall.packing import PackingError, pack, repack, validate_plan, with_component_config, with_parallelism
 from squall.packing.auto import split
-from squall.packing.counts import CountProblem, first_fit, lower_bound, orderings
-from squall.packing.search import Search
+from squall.packing.counts import CountProblem, containers, first_fit, lower_bound, orderings
+from squall.packing.search import Search, maximal_fillings
 from test_packing_properties import SETTINGS, topologies
 from packing_helpers import comp, layout, res, topo
 
@@ -235,3 +235,72 @@ def test_repack_at_worker_granularity():
     validate_plan(with_parallelism(t, {"bolt": 10}), new)
     assert [len(c.instances) for c in new.containers] == [3, 3, 3, 3]
     assert diff.moved == [] and all(res(c.resources) == (2.0, 2048, 4096) for c in new.containers)
+
+
+def test_what_the_search_proves_impossible_is_impossible():
+    """Where the search proves one container fewer impossible, CP-SAT's optimum agrees."""
+    cp_model = pytest.importorskip("ortools.sat.python.cp_model", reason="squall[solver] (OR-Tools) not installed")
+    import random
+
+    checked = 0
+    for seed in range(40):
+        rng = random.Random(seed)
+        k = rng.randint(1, 4)
+        problem = CountProblem(
+            sizes=tuple((rng.randint(1, 40) * 100, rng.randint(1, 40) * 200, 0) for _ in range(k)),
+            counts=tuple(rng.randint(1, 5) for _ in range(k)), room=(4000, 8000, 1000))
+        best = min(containers(first_fit(problem, order)[0]) for order in orderings(problem))
+        search = Search(problem, budget=200_000)
+        solution = None
+        while True:
+            found = search.fewer(best - 1, orderings(problem)[3], steps=200_000)
+            if found is None:
+                break
+            best, solution = len(found), found
+        if solution is not None:
+            assert [sum(v[t] for v in solution) for t in range(k)] == list(problem.counts)
+        if not search.proven:
+            continue
+        model = cp_model.CpModel()
+        x = [[model.NewIntVar(0, n, "") for n in problem.counts] for _ in range(best)]
+        used = [model.NewBoolVar("") for _ in range(best)]
+        for t, n in enumerate(problem.counts):
+            model.Add(sum(row[t] for row in x) == n)
+        for row, u in zip(x, used):
+            for d in range(3):
+                model.Add(sum(q * s[d] for q, s in zip(row, problem.sizes)) <= problem.room[d] * u)
+        model.Minimize(sum(used))
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        assert solver.Solve(model) == cp_model.OPTIMAL
+        assert round(solver.ObjectiveValue()) == best, seed
+        checked += 1
+    assert checked >= 30
+
+
+def test_the_search_tries_every_maximal_filling():
+    """Its proofs rest on this: the fillings of a container holding the first
+    component left are every maximal one, as brute force finds them."""
+    import itertools
+    import random
+
+    for seed in range(30):
+        rng = random.Random(seed)
+        k = rng.randint(3, 5)
+        problem = CountProblem(
+            sizes=tuple((rng.randint(1, 12) * 100, rng.randint(1, 12) * 200, rng.randint(0, 2) * 50)
+                        for _ in range(k)),
+            counts=tuple(rng.randint(1, 6) for _ in range(k)), room=(4000, 8000, 500))
+        order = orderings(problem)[seed % 5]
+        first = order[0]
+
+        def fits(v):
+            return all(sum(q * s[d] for q, s in zip(v, problem.sizes)) <= problem.room[d] for d in range(3))
+
+        expected = {
+            v for v in itertools.product(*(range(n + 1) for n in problem.counts))
+            if v[first] >= 1 and fits(v)
+            and not any(v[t] < problem.counts[t] and fits(v[:t] + (v[t] + 1,) + v[t + 1:]) for t in range(k))
+        }
+        fillings = maximal_fillings(problem, problem.counts, order, step=lambda cost: None)
+        assert len(fillings) == len(set(fillings)) and set(fillings) == expected, seed
