@@ -1,8 +1,9 @@
 """``auto``: the fewest containers it can find, opening as many as needed.
 
 1. First-fit decreasing by counts under each of ``counts.orderings`` (Heron's
-   ram-first FFD among them, so never more containers than ``ffd``); the
-   fewest containers wins, the earlier ordering on a tie.
+   ram-first FFD among them, so never more containers than ``ffd``) and the
+   two bin-centric fills of ``counts.fill_by_score``; the fewest containers
+   wins, the earlier in that list on a tie.
 2. If that is above the lower bound and small enough to search
    (``SEARCH_CONTAINERS``), a bounded exact search (``search.Search``) looks
    for a packing into one container fewer, again and again, until it proves
@@ -11,8 +12,8 @@
 3. ``topology.workers`` set to W above that count: the instances are dealt
    largest first over W containers (``fit.round_robin_fit``, a container
    that cannot take an instance is skipped); should that need more than W,
-   the fewest-container packing's fullest containers are split in two until
-   there are W.
+   the fewest-container packing's container with the most instances is
+   split in two until there are W.
 
 Everything is counted in whole units and steps, never timed, so the plan is
 the same byte for byte on every run.
@@ -47,14 +48,9 @@ def count_problem(request: Request, instances: Mapping[str, list]) -> CountProbl
 def fewest(problem: CountProblem) -> list:
     """Count vectors, one per container, of the fewest-container packing found."""
     orders = orderings(problem)
-    best = None
-    candidates = [lambda order=order: first_fit(problem, order)[0] for order in orders]
-    candidates += [lambda: fill_by_score(problem, "dot"), lambda: fill_by_score(problem, "l2")]
-    for candidate in candidates:
-        groups = candidate()
-        if best is None or containers(groups) < containers(best):
-            best = groups
-    solution = expand(best)
+    greedy = [first_fit(problem, order)[0] for order in orders]
+    greedy += [fill_by_score(problem, "dot"), fill_by_score(problem, "l2")]
+    solution = expand(min(greedy, key=containers))  # the first of the fewest
     bound = lower_bound(problem)
     if bound < len(solution) <= SEARCH_CONTAINERS:
         search = Search(problem, SEARCH_STEPS)

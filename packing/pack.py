@@ -5,12 +5,12 @@ from typing import Any, Mapping, Optional
 
 from squall.conf import Config, base_config
 from squall.logical import task_ids
+from squall.packing.auto import pack_auto, place_into
 from squall.packing.bins import Bins
 from squall.packing.build import build_plan
 from squall.packing.errors import PackingError
 from squall.packing.fit import first_fit, round_robin_fit
 from squall.packing.request import Request, build_request, config_res, instance_order, topological_order
-from squall.packing.auto import pack_auto, place_into
 from squall.packing.roundrobin import check_capacity, fewest_round_robin, round_robin, spread
 from squall.packing.validate import check_plan
 

@@ -3,21 +3,25 @@ container count) while moving as little as possible.
 
 Rules, in order:
 
-1. Scale-down removes, one instance at a time, from the container that frees
-   most: one the removal empties (its padding goes too), then the one with the
-   fewest instances, the highest share of that component, the highest id; the
-   instance removed there is the one with the highest component index.
+1. Scale-down first empties whole containers holding only that component
+   (fewest instances first) while the excess allows, then removes one
+   instance at a time from the container that frees most: one the removal
+   empties (its padding goes too), then the one with the fewest instances, the
+   highest share of that component, the highest id; the instance removed
+   there is the one with the highest component index.
 2. Survivors whose component index is now >= the parallelism take the freed
    indexes (lowest first), keeping task id and container, so indexes stay
    0..par-1 (reported as ``renumbered``).
 3. Round-robin with a new container count drops the highest-id containers
    (their instances are re-placed) or opens new ones and rebalances task
    counts to differ by at most one.
-4. rcrr/ffd: a container now above capacity (component sizes changed) gives
-   up its newest instances (highest task id) until it fits.
+4. auto/rcrr/ffd: a container now above capacity (component sizes changed)
+   gives up as few instances as will do (``_evict_overfull``); nothing leaves
+   a container that fits.
 5. New instances get task ids after the plan's highest and indexes after the
    component's current ones; they and any displaced instance are placed by the
-   plan's algorithm into the existing containers first.
+   plan's algorithm into the existing containers first (auto: into their
+   gaps, then as few new containers as it finds).
 """
 from __future__ import annotations
 
