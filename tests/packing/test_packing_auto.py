@@ -1,16 +1,19 @@
 """auto, the default algorithm: never refuses what fits, never more containers
 than ffd, topology.workers as a minimum, deterministic; and its repacking."""
+import itertools
+import json
 import os
+import random
 import subprocess
 import sys
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from squall.cli import main
-from squall.idl import encode
 from squall.conf import ConfigError
+from squall.idl import encode, replace
 from squall.packing import PackingError, pack, repack, validate_plan, with_component_config, with_parallelism
 from squall.packing.auto import split
 from squall.packing.counts import CountProblem, containers, first_fit, lower_bound, orderings
@@ -133,7 +136,7 @@ def test_first_fit_by_counts_is_first_fit_per_instance():
 def test_auto_never_uses_more_containers_than_ffd_or_fewer_than_topology_workers(t, granularity):
     plan = pack(t, algorithm="auto", granularity=granularity)
     validate_plan(t, plan)
-    workers = __import__("json").loads(t.config["topology.workers"])
+    workers = json.loads(t.config["topology.workers"])
     assert len(plan.containers) >= workers
     fewest = pack(with_config(t, {"topology.workers": None}), algorithm="auto", granularity=granularity)
     assert len(plan.containers) == max(workers, len(fewest.containers))
@@ -143,9 +146,6 @@ def test_auto_never_uses_more_containers_than_ffd_or_fewer_than_topology_workers
 
 
 def with_config(t, config):
-    import json
-
-    from squall.idl import replace
     return replace(t, config={**t.config, **{k: json.dumps(v) for k, v in config.items()}})
 
 
@@ -240,8 +240,6 @@ def test_repack_at_worker_granularity():
 def test_what_the_search_proves_impossible_is_impossible():
     """Where the search proves one container fewer impossible, CP-SAT's optimum agrees."""
     cp_model = pytest.importorskip("ortools.sat.python.cp_model", reason="squall[solver] (OR-Tools) not installed")
-    import random
-
     checked = 0
     for seed in range(40):
         rng = random.Random(seed)
