@@ -11,6 +11,7 @@ LAYERS = ["conf", "packing", "state", "scheduler", "runtime", "yarn", "reports"]
 RUNTIME = ["thriftpy2>=0.4.16", "msgpack>=1.0", "PyYAML>=5.4", "psutil>=5.8", "kazoo>=2.9"]
 YARN = ["skein>=0.8.2", "venv-pack>=0.2"]  # submitting to YARN; packing environments for it
 REPORTS = ["pyspark>=3.4", "pandas>=1.5", "pyarrow>=10", "matplotlib>=3.5"]
+SOLVER = ["ortools>=9.10"]  # CP-SAT: the optimum bench/packing.py compares packings with
 
 setup(
     name="squall",
@@ -25,7 +26,8 @@ setup(
     extras_require={
         "yarn": YARN,
         "reports": REPORTS,
-        "all": YARN + REPORTS,
+        "solver": SOLVER,
+        "all": YARN + REPORTS + SOLVER,
         "test": ["pytest>=7", "pytest-timeout>=2.1", "hypothesis>=6.50"],
     },
     entry_points={"console_scripts": ["squall = squall.cli:main"]},

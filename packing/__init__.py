@@ -7,7 +7,7 @@ from squall.packing.errors import PackingError
 from squall.packing.jsonplan import plan_from_json, plan_to_json
 from squall.packing.pack import pack, tmaster_container_resources
 from squall.packing.pool import Amount, NodePool, Placement, PoolSample, place
-from squall.packing.repack import PlanDiff, diff_plans, repack, with_parallelism
+from squall.packing.repack import PlanDiff, diff_plans, repack, with_component_config, with_parallelism
 from squall.packing.summary import plan_summary
 from squall.packing.validate import validate_plan
 from squall.packing.yarn import YarnShape, YarnShapes, normalise, yarn_shapes
@@ -27,6 +27,7 @@ __all__ = [
     "PlanDiff",
     "diff_plans",
     "repack",
+    "with_component_config",
     "with_parallelism",
     "pack",
     "plan_from_json",

@@ -57,6 +57,17 @@ class Bins:
         self.ram[i] += size.ram
         self.disk[i] += size.disk
 
+    def add_all(self, i: int, instances: list) -> None:
+        """Add instances of one component."""
+        if not instances:
+            return
+        size = self.sizes[instances[0][0]]
+        n = len(instances)
+        self.members[i].extend(instances)
+        self.cpu[i] += n * size.cpu
+        self.ram[i] += n * size.ram
+        self.disk[i] += n * size.disk
+
     def remove(self, i: int, instance: Instance) -> None:
         size = self.sizes[instance[0]]
         self.members[i].remove(instance)

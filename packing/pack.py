@@ -5,12 +5,13 @@ from typing import Any, Mapping, Optional
 
 from squall.conf import Config, base_config
 from squall.logical import task_ids
+from squall.packing.auto import pack_auto, place_into
 from squall.packing.bins import Bins
 from squall.packing.build import build_plan
 from squall.packing.errors import PackingError
 from squall.packing.fit import first_fit, round_robin_fit
 from squall.packing.request import Request, build_request, config_res, instance_order, topological_order
-from squall.packing.roundrobin import check_capacity, deal, spread
+from squall.packing.roundrobin import check_capacity, fewest_round_robin, round_robin, spread
 from squall.packing.validate import check_plan
 
 
@@ -40,28 +41,33 @@ def pack(
 def place_new(request: Request, bins: Bins, instances: Mapping[str, list], fresh: bool = False) -> None:
     """Place ``instances`` (by component) into ``bins`` with the request's algorithm.
 
-    ``fresh``: ``bins`` is empty and round-robin opens ``topology.workers``
-    containers; otherwise round-robin uses the containers ``bins`` has.
+    ``fresh``: ``bins`` is empty (a new plan); otherwise ``bins`` holds a
+    running plan's containers and round-robin keeps their number.
     """
     algorithm = request.algorithm
     total = sum(len(v) for v in instances.values())
-    if algorithm == "roundrobin":
+    if algorithm == "auto":
         if fresh:
-            if request.workers > total:
+            pack_auto(request, bins, instances)
+        else:
+            place_into(request, bins, instances)
+    elif algorithm == "roundrobin":
+        if fresh:
+            workers = request.workers
+            if workers is None:
+                workers = fewest_round_robin(request, instances)
+            elif workers > total:
                 raise PackingError(
-                    f"topology.workers={request.workers} is more than the topology's {total} tasks: "
+                    f"topology.workers={workers} is more than the topology's {total} tasks: "
                     "round-robin would leave containers empty"
                 )
-            for _ in range(request.workers):
-                bins.open()
-        if request.granularity == "task" and fresh:
-            deal(bins, [inst for c in instance_order(request) for inst in instances.get(c.name, ())])
+            round_robin(request, bins, instances, workers)
         else:
             spread(bins, topological_order(request), instances)
         check_capacity(request, bins)
     elif algorithm == "rcrr":
         if fresh:
-            for _ in range(min(request.workers, total)):
+            for _ in range(min(request.workers or 1, total)):
                 bins.open()
         round_robin_fit(bins, _groups(request, instance_order(request), instances))
     else:

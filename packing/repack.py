@@ -3,26 +3,31 @@ container count) while moving as little as possible.
 
 Rules, in order:
 
-1. Scale-down removes, one instance at a time, from the container that frees
-   most: one the removal empties (its padding goes too), then the one with the
-   fewest instances, the highest share of that component, the highest id; the
-   instance removed there is the one with the highest component index.
+1. Scale-down first empties whole containers holding only that component
+   (fewest instances first) while the excess allows, then removes one
+   instance at a time from the container that frees most: one the removal
+   empties (its padding goes too), then the one with the fewest instances, the
+   highest share of that component, the highest id; the instance removed
+   there is the one with the highest component index.
 2. Survivors whose component index is now >= the parallelism take the freed
    indexes (lowest first), keeping task id and container, so indexes stay
    0..par-1 (reported as ``renumbered``).
 3. Round-robin with a new container count drops the highest-id containers
    (their instances are re-placed) or opens new ones and rebalances task
    counts to differ by at most one.
-4. rcrr/ffd: a container now above capacity (component sizes changed) gives
-   up its newest instances (highest task id) until it fits.
+4. auto/rcrr/ffd: a container now above capacity (component sizes changed)
+   gives up as few instances as will do (``_evict_overfull``); nothing leaves
+   a container that fits.
 5. New instances get task ids after the plan's highest and indexes after the
    component's current ones; they and any displaced instance are placed by the
-   plan's algorithm into the existing containers first.
+   plan's algorithm into the existing containers first (auto: into their
+   gaps, then as few new containers as it finds).
 """
 from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Mapping, Optional
 
 from squall.conf import Config
@@ -32,7 +37,9 @@ from squall.packing.build import build_plan
 from squall.packing.errors import PackingError
 from squall.packing.pack import place_new
 from squall.packing.request import Request, build_request
+from squall.packing.resources import Res
 from squall.packing.validate import check_plan
+from squall.topology import encode_config
 
 
 @dataclass(frozen=True)
@@ -43,12 +50,28 @@ class PlanDiff:
     removed: list = field(default_factory=list)
     moved: list = field(default_factory=list)
     renumbered: list = field(default_factory=list)  # (old InstanceId, new InstanceId)
+    resized: list = field(default_factory=list)  # kept, with other resources (component config changed)
 
 
 def with_parallelism(topology: Any, parallelism: Mapping[str, int]) -> Any:
     """A copy of the Thrift topology with some components' parallelism replaced."""
     return replace(topology, components=[
         replace(c, parallelism=parallelism.get(c.name, c.parallelism)) for c in topology.components
+    ])
+
+
+def with_component_config(topology: Any, configs: Mapping[str, Mapping[str, Any]]) -> Any:
+    """A copy of the Thrift topology with keys set in some components' config
+    (``{component: {"squall.component.cpu": 0.6}}``): what ``repack`` takes to
+    resize instances. Values are checked when the topology is next packed."""
+    names = {c.name for c in topology.components}
+    for name in configs:
+        if name not in names:
+            raise PackingError(f"component {name!r}: the topology has no such component")
+    return replace(topology, components=[
+        replace(c, config={**c.config, **encode_config(configs[c.name], f"components.{c.name}.config")})
+        if c.name in configs else c
+        for c in topology.components
     ])
 
 
@@ -112,6 +135,16 @@ def _scale_down(bins: Bins, par: Mapping[str, int]) -> None:
             continue
         for v in by_bin.values():
             v.sort(key=lambda m: m[2])
+        freed = []
+        # first empty whole containers that hold only this component, fewest instances first
+        only = sorted((len(v), -bins.ids[i], i) for i, v in by_bin.items() if len(v) == len(bins.members[i]))
+        for n, _, i in only:
+            if n > excess:
+                break
+            for victim in by_bin.pop(i):
+                bins.remove(i, victim)
+                freed.append(victim[2])
+            excess -= n
 
         def key(i: int) -> tuple:
             total, mine = len(bins.members[i]), len(by_bin[i])
@@ -119,7 +152,6 @@ def _scale_down(bins: Bins, par: Mapping[str, int]) -> None:
 
         heap = [key(i) for i in by_bin]
         heapq.heapify(heap)
-        freed = []
         for _ in range(excess):
             i = heapq.heappop(heap)[-1]
             victim = by_bin[i].pop()
@@ -136,14 +168,39 @@ def _scale_down(bins: Bins, par: Mapping[str, int]) -> None:
 
 
 def _evict_overfull(bins: Bins) -> list:
+    """Containers above capacity (component sizes changed) give up as few
+    instances as will do: the smallest whose leaving alone makes the container
+    fit, else the one that takes most off the excess, until it fits. Ties: the
+    newest (highest task id). Nothing leaves a container that fits."""
     displaced = []
+    room = bins.room
     for i in list(bins.overfull()):
-        for m in sorted(bins.members[i], key=lambda m: -m[1]):
-            if bins.used(i).fits(bins.room):
+        while True:
+            excess = [max(0, u - r) for u, r in zip(bins.used(i), room)]
+            if not any(excess):
                 break
-            bins.remove(i, m)
-            displaced.append(m)
+            newest: dict = {}
+            for m in bins.members[i]:
+                if m[1] > newest.get(m[0], (None, 0))[1]:
+                    newest[m[0]] = m
+            candidates = [(bins.sizes[name], m) for name, m in sorted(newest.items())]
+            enough = [(s, m) for s, m in candidates if all(x >= e for x, e in zip(s, excess))]
+            if enough:
+                size, victim = min(enough, key=lambda sm: (_share(sm[0], room), -sm[1][1]))
+            else:
+                size, victim = max(candidates, key=lambda sm: (_relief(sm[0], excess), sm[1][1]))
+            bins.remove(i, victim)
+            displaced.append(victim)
     return displaced
+
+
+def _share(size: Res, room: Res) -> Fraction:
+    return sum((Fraction(s, r) for s, r in zip(size, room) if r), Fraction(0))
+
+
+def _relief(size: Res, excess: list) -> Fraction:
+    """How much of the excess leaving takes away, each dimension as a share of its excess."""
+    return sum((Fraction(min(s, e), e) for s, e in zip(size, excess) if e), Fraction(0))
 
 
 def _resize_containers(request: Request, bins: Bins, containers: Optional[int]) -> list:
@@ -209,9 +266,9 @@ def _new_instances(bins: Bins, displaced: list, plan: Any, par: Mapping[str, int
 
 
 def diff_plans(old: Any, new: Any) -> PlanDiff:
-    """Instances added, removed, moved (other container) and renumbered, by task id."""
+    """Instances added, removed, moved (other container), renumbered and resized, by task id."""
     def where(plan: Any) -> dict:
-        return {i.id.task_id: (c.id, i.id) for c in plan.containers for i in c.instances}
+        return {i.id.task_id: (c.id, i.id, i.resources) for c in plan.containers for i in c.instances}
 
     before, after = where(old), where(new)
     diff = PlanDiff()
@@ -221,9 +278,11 @@ def diff_plans(old: Any, new: Any) -> PlanDiff:
         elif task not in before:
             diff.added.append(after[task][1])
         else:
-            (c0, id0), (c1, id1) = before[task], after[task]
+            (c0, id0, r0), (c1, id1, r1) = before[task], after[task]
             if c0 != c1:
                 diff.moved.append(id1)
             if id0 != id1:
                 diff.renumbered.append((id0, id1))
+            if r0 != r1:
+                diff.resized.append(id1)
     return diff

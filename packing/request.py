@@ -16,7 +16,7 @@ from squall.logical import component_config, topology_config
 from squall.packing.errors import PackingError
 from squall.packing.resources import Res
 
-ALGORITHMS = ("roundrobin", "rcrr", "ffd")
+ALGORITHMS = ("auto", "roundrobin", "rcrr", "ffd")
 GRANULARITIES = ("task", "worker")
 
 _CAP_KEYS = {
@@ -84,7 +84,7 @@ class Request:
     algorithm: str
     granularity: str
     components: tuple  # ComponentNeed, in name order
-    workers: int  # topology.workers
+    workers: Optional[int]  # topology.workers; None: as many as needed
     cap: Res  # largest container (task) or the worker size (worker)
     cap_keys: tuple
     padding: Padding

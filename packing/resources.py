@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, Iterator
 
 from squall.idl import schema
 
@@ -39,6 +39,9 @@ class Res:
 
     def to_thrift(self) -> Any:
         return schema.Resources(cpu=self.cpu / MILLI, ram_mb=self.ram, disk_mb=self.disk)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter((self.cpu, self.ram, self.disk))
 
     def __add__(self, other: "Res") -> "Res":
         return Res(self.cpu + other.cpu, self.ram + other.ram, self.disk + other.disk)

@@ -1,4 +1,5 @@
-"""Round-robin: a fixed number of containers (``topology.workers``).
+"""Round-robin: a fixed number of containers (``topology.workers``, or the
+fewest that fit when it is not set).
 
 Task granularity deals instances in turn (largest component first, see
 ``instance_order``); worker granularity spreads them the JStorm way. Either
@@ -12,8 +13,58 @@ from typing import Iterable, Mapping
 
 from squall.packing.bins import Bins
 from squall.packing.errors import PackingError
-from squall.packing.request import Request, key_for
+from squall.packing.request import Request, instance_order, key_for, topological_order
 from squall.packing.resources import MILLI
+
+
+def round_robin(request: Request, bins: Bins, instances: Mapping[str, list], workers: int) -> None:
+    """Open ``workers`` containers in the empty ``bins`` and deal or spread ``instances`` over them."""
+    for _ in range(workers):
+        bins.open()
+    if request.granularity == "task":
+        deal(bins, [inst for c in instance_order(request) for inst in instances.get(c.name, ())])
+    else:
+        spread(bins, topological_order(request), instances)
+
+
+def fewest_round_robin(request: Request, instances: Mapping[str, list]) -> int:
+    """The container count for round-robin when ``topology.workers`` is not set:
+    the lower bound if round-robin fits it, else found by bisection between it
+    and a count that surely fits. Every container then holds at most one more
+    instance of each component than another, so each uses at most the average
+    plus one instance of every component; with one task per container it fits
+    anyway (each instance fits a container alone)."""
+    total = sum(len(v) for v in instances.values())
+    need = [0, 0, 0]
+    one_each = [0, 0, 0]
+    for c in request.components:
+        n = len(instances.get(c.name, ()))
+        for d, s in enumerate((c.size.cpu, c.size.ram, c.size.disk)):
+            need[d] += n * s
+            one_each[d] += s if n else 0
+    room = (request.room.cpu, request.room.ram, request.room.disk)
+    low = high = 1
+    for n, s, r in zip(need, one_each, room):
+        if r:
+            low = max(low, -(-n // r))
+            high = max(high, -(-n // (r - s)) if r > s else total)
+    high = min(high, total)
+    low = min(low, high)
+
+    def fits(n: int) -> bool:
+        bins = Bins(request.room, request.sizes)
+        round_robin(request, bins, instances, n)
+        return not any(True for _ in bins.overfull())
+
+    if fits(low):
+        return low
+    while high - low > 1:
+        mid = (low + high) // 2
+        if fits(mid):
+            high = mid
+        else:
+            low = mid
+    return high
 
 
 def deal(bins: Bins, instances: Iterable[tuple]) -> None:
@@ -67,5 +118,5 @@ def check_capacity(request: Request, bins: Bins) -> None:
         raise PackingError(
             f"roundrobin: {what} {bins.ids[i]} would need {dim} {need:g} with padding, above "
             f"{key_for(request.cap_keys, dim)}={cap:g} (it holds {holds}); use more {what}s "
-            f"(topology.workers, now {len(bins)}) or rcrr or ffd"
+            f"(topology.workers, now {len(bins)}) or auto, rcrr or ffd"
         )

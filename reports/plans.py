@@ -14,10 +14,9 @@ from typing import Any, Mapping, Optional, Sequence
 
 from squall.idl import schema
 from squall.packing import normalise
+from squall.packing.request import ALGORITHMS, GRANULARITIES
 from squall.reports.inputs import ClusterView
 
-ALGORITHMS = ("roundrobin", "rcrr", "ffd")
-GRANULARITIES = ("task", "worker")
 POLICIES = tuple((a, g) for a in ALGORITHMS for g in GRANULARITIES)
 EPSILON = 1e-9
 
@@ -222,8 +221,8 @@ def topology_from_plan(plan: Mapping[str, Any], kinds: Mapping[str, str]) -> Any
 def with_recommendation(topology: Any, recs: Sequence[Mapping[str, Any]]) -> Any:
     """A copy of ``topology`` with each component's recommended parallelism, cpu and ram.
 
-    ``topology.workers`` grows in proportion to the task count, so round-robin
-    keeps its containers about as full as they were."""
+    ``topology.workers``, when set, grows in proportion to the task count, so
+    round-robin keeps its containers about as full as they were."""
     new = copy.deepcopy(topology)
     by_name = {r["component"]: r for r in recs}
     before = sum(c.parallelism for c in new.components)
@@ -243,7 +242,7 @@ def with_recommendation(topology: Any, recs: Sequence[Mapping[str, Any]]) -> Any
     from squall.logical import topology_config
 
     workers = topology_config(topology)["topology.workers"]
-    if before:
+    if before and workers is not None:
         config["topology.workers"] = json.dumps(max(1, min(after, math.ceil(workers * after / before))))
     new.config = config
     return new

@@ -139,7 +139,7 @@ def test_config_list(capsys):
     assert any(line.startswith("topology.max.spout.pending") and "1000" in line for line in out.splitlines())
     code, out, _ = run(capsys, "config", "list", "--json")
     keys = {k["name"]: k for k in json.loads(out)}
-    assert keys["squall.packing.algorithm"]["choices"] == ["roundrobin", "rcrr", "ffd"]
+    assert keys["squall.packing.algorithm"]["choices"] == ["auto", "roundrobin", "rcrr", "ffd"]
 
 
 def test_real_command_version_help_and_errors(tmp_path):

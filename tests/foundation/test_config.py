@@ -98,4 +98,4 @@ def test_ints_are_accepted_for_floats_but_not_bools():
     nullable = registry()["topology.tick.tuple.freq.secs"]
     assert nullable.check(None) is None
     with pytest.raises(ConfigError, match="a value is required"):
-        registry()["topology.workers"].check(None)
+        registry()["topology.message.timeout.secs"].check(None)

@@ -45,7 +45,7 @@ CASES = [
     ("config wrong type", lambda b: (with_spout(b), b.set_config({"topology.max.spout.pending": "abc"})),
      r"topology.max.spout.pending \(config\): expected an integer, got 'abc' \(str\)"),
     ("bad choice", lambda b: (with_spout(b), b.set_config({"squall.packing.algorithm": "best"})),
-     r"squall.packing.algorithm \(config\): expected one of roundrobin, rcrr, ffd, got 'best'"),
+     r"squall.packing.algorithm \(config\): expected one of auto, roundrobin, rcrr, ffd, got 'best'"),
     ("spout class not a spout", lambda b: b.add_spout("words", PassBolt),
      r"components.words.class: expected a subclass of squall.Spout"),
     ("not a grouping", lambda b: (with_spout(b), b.add_bolt("s", SinkBolt, inputs={"words": "shuffle"})),

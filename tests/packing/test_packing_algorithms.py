@@ -4,6 +4,7 @@ import pytest
 from squall.idl import encode
 from squall.loader import load_topology_file
 from squall.packing import PackingError, pack, tmaster_container_resources, validate_plan
+from squall.packing.request import ALGORITHMS
 from packing_helpers import comp, layout, res, topo
 
 WORD_COUNT = "examples/word_count.py"
@@ -19,7 +20,7 @@ def word_count():
 
 def test_roundrobin_task_deals_largest_first_then_by_name(word_count):
     # all sizes equal -> components by name: count0 count1 sentence0 split0 split1, dealt over 2
-    plan = pack(word_count)
+    plan = pack(word_count, algorithm="roundrobin")
     assert (plan.algorithm, plan.granularity) == ("roundrobin", "task")
     assert layout(plan) == [(1, ["count0", "sentence0", "split1"]), (2, ["count1", "split0"])]
     # 3 x (0.5, 256, 256) + stmgr (0.25, 128, 64) + metricsmgr (0.1, 96, 256)
@@ -32,7 +33,7 @@ def test_roundrobin_task_deals_largest_first_then_by_name(word_count):
 def test_roundrobin_worker_spreads_the_jstorm_way(word_count):
     # upstream first: sentence0 -> 1; split0 -> 2 (fewer tasks), split1 -> 1;
     # count0 -> 2 (fewer tasks, upstream tie), count1 -> 1
-    plan = pack(word_count, granularity="worker")
+    plan = pack(word_count, algorithm="roundrobin", granularity="worker")
     assert layout(plan) == [(1, ["count1", "sentence0", "split1"]), (2, ["count0", "split0"])]
     assert all(res(c.resources) == (2.0, 2048, 4096) for c in plan.containers)
 
@@ -40,7 +41,7 @@ def test_roundrobin_worker_spreads_the_jstorm_way(word_count):
 def test_jstorm_spread_prefers_upstream_neighbours():
     # a0 -> 1, c0 -> 2; b ties on task counts and goes next to its upstream c
     t = topo([comp("a", 1), comp("c", 1), comp("b", 1, inputs=["c"])], {"topology.workers": 2})
-    plan = pack(t, granularity="worker")
+    plan = pack(t, algorithm="roundrobin", granularity="worker")
     assert layout(plan) == [(1, ["a0"]), (2, ["b0", "c0"])]
 
 
@@ -66,7 +67,7 @@ def test_rcrr_opens_a_container_instead_of_exceeding_the_cap():
 
 def test_roundrobin_refuses_instead_of_shrinking_instances():
     with pytest.raises(PackingError, match=r"roundrobin: container 1 would need ram 13000 .*squall.container.max.ram.mb=8192 \(it holds b x2, a x1, c x1\)"):
-        pack(topo(MIXED, {**MIXED_CONFIG, "topology.workers": 2}))
+        pack(topo(MIXED, {**MIXED_CONFIG, "topology.workers": 2}), algorithm="roundrobin")
 
 
 def test_ffd_sort_by_cpu():
@@ -119,7 +120,7 @@ def test_component_config_overrides_size():
 
 
 def test_plans_are_deterministic_byte_for_byte(word_count):
-    for algorithm in ("roundrobin", "rcrr", "ffd"):
+    for algorithm in ALGORITHMS:
         for granularity in ("task", "worker"):
             a = pack(word_count, algorithm=algorithm, granularity=granularity)
             b = pack(word_count, algorithm=algorithm, granularity=granularity)
@@ -142,12 +143,15 @@ def test_tmaster_container_is_not_in_the_plan(word_count):
         ([comp("fat", 1, cpu=1.8)], {}, {"granularity": "worker"},
          r"component 'fat': one instance needs cpu 1.8 .*worker holds: squall.worker.cpu=2"),
         ([comp("a", 2)], {"topology.workers": 3}, {},
-         r"topology.workers=3 is more than the topology's 2 tasks"),
+         r"topology.workers=3 is more than the topology's 2 tasks: a container would be empty"),
+        ([comp("a", 2)], {"topology.workers": 3}, {"algorithm": "roundrobin"},
+         r"topology.workers=3 is more than the topology's 2 tasks: round-robin would leave containers empty"),
         ([comp("a", 2)], {}, {"algorithm": "bestfit"},
          r"unknown algorithm 'bestfit' \(squall.packing.algorithm\)"),
         ([comp("a", 2)], {}, {"granularity": "slot"},
          r"unknown granularity 'slot' \(squall.packing.granularity\)"),
-        ([comp("a", 5)], {"squall.worker.cpu": 1}, {"granularity": "worker"},
+        ([comp("a", 5)], {"squall.worker.cpu": 1, "topology.workers": 1},
+         {"algorithm": "roundrobin", "granularity": "worker"},
          r"roundrobin: worker 1 would need cpu 2.85 .*squall.worker.cpu=1 \(it holds a x5\)"),
     ],
 )

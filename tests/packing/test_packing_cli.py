@@ -10,6 +10,7 @@ from squall.cli import main
 from squall.idl import encode
 from squall.loader import load_topology_file
 from squall.packing import pack, plan_from_json, plan_to_json
+from squall.packing.request import ALGORITHMS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORD_COUNT = os.path.join(ROOT, "examples", "word_count.py")
@@ -47,7 +48,8 @@ def test_default_table(run):
     code, out, err = run()
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0].startswith("topology 'word_count': roundrobin packing at task granularity, plan word_count-")
+    # auto, at least topology.workers=2 containers: dealt in turn as round-robin would
+    assert lines[0].startswith("topology 'word_count': auto packing at task granularity, plan word_count-")
     assert lines[1].split() == ["container", "cpu", "ram_mb", "disk_mb", "instances"]
     assert lines[3].split() == ["1", "1.85", "992", "1088", "count", "x1,", "sentence", "x1,", "split", "x1"]
     assert lines[4].split() == ["2", "1.35", "736", "832", "count", "x1,", "split", "x1"]
@@ -76,7 +78,7 @@ def test_json_shape(run):
 
 def test_json_round_trips_every_plan():
     t = load_topology_file(WORD_COUNT).plan
-    for algorithm in ("roundrobin", "rcrr", "ffd"):
+    for algorithm in ALGORITHMS:
         for granularity in ("task", "worker"):
             plan = pack(t, algorithm=algorithm, granularity=granularity)
             data = json.loads(json.dumps(plan_to_json("word_count", plan)))
@@ -88,23 +90,25 @@ def test_compare(run):
     code, out, _ = run("--compare", "--config-property", "squall.worker.cpu=1")
     assert code == 0
     rows = {tuple(line.split()[:2]): line for line in out.splitlines()[3:]}
-    assert set(rows) == {(a, g) for a in ("roundrobin", "rcrr", "ffd") for g in ("task", "worker")}
+    assert set(rows) == {(a, g) for a in ALGORITHMS for g in ("task", "worker")}
     assert rows[("ffd", "task")].split()[2:5] == ["1", "2.85", "1504"]
+    assert rows[("auto", "task")].split()[2:5] == ["2", "3.20", "1728"]  # at least topology.workers=2
+    assert rows[("auto", "worker")].split()[2] == "5"
     # 1-cpu workers hold one 0.5-cpu instance each: round-robin over 2 workers cannot
     assert "infeasible: roundrobin: worker 1 would need cpu" in rows[("roundrobin", "worker")]
     assert rows[("ffd", "worker")].split()[2] == "5"
     code, out, _ = run("--compare", "--json")
     data = json.loads(out)
-    assert len(data["compare"]) == 6 and all(e["feasible"] for e in data["compare"])
+    assert len(data["compare"]) == 8 and all(e["feasible"] for e in data["compare"])
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--algorithm", "bestfit"], "squall: error: unknown algorithm 'bestfit' (squall.packing.algorithm): expected one of roundrobin, rcrr, ffd"),
+    (["--algorithm", "bestfit"], "squall: error: unknown algorithm 'bestfit' (squall.packing.algorithm): expected one of auto, roundrobin, rcrr, ffd"),
     (["--granularity", "slot"], "squall: error: unknown granularity 'slot' (squall.packing.granularity)"),
     (["--config-property", "topology.workers=0"], "squall: error: topology.workers (--config-property): must be >= 1, got 0"),
     (["--config-property", "topology.workers=6"], "squall: error: topology.workers=6 is more than the topology's 5 tasks"),
     (["--config-property", "squall.component.ram.mb=20000"], "squall: error: component 'count': one instance needs ram 20000 MB"),
-    (["--config-property", "squall.packing.algorithm=nope"], "squall: error: squall.packing.algorithm (--config-property): expected one of roundrobin, rcrr, ffd, got 'nope'"),
+    (["--config-property", "squall.packing.algorithm=nope"], "squall: error: squall.packing.algorithm (--config-property): expected one of auto, roundrobin, rcrr, ffd, got 'nope'"),
 ])
 def test_impossible_requests_exit_2_with_one_line(run, argv, message):
     code, out, err = run(*argv)
@@ -114,11 +118,12 @@ def test_impossible_requests_exit_2_with_one_line(run, argv, message):
     assert err.startswith(message)
 
 
-def test_installed_command_is_deterministic_across_hash_seeds():
+@pytest.mark.parametrize("argv", [["--algorithm", "rcrr"], ["--config-property", "topology.workers=null"]])
+def test_installed_command_is_deterministic_across_hash_seeds(argv):
     outputs = []
     for seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        proc = subprocess.run([SQUALL, "pack", WORD_COUNT, "--json", "--algorithm", "rcrr"],
+        proc = subprocess.run([SQUALL, "pack", WORD_COUNT, "--json", *argv],
                               capture_output=True, text=True, env=env, timeout=60)
         assert proc.returncode == 0, proc.stderr
         outputs.append(proc.stdout)

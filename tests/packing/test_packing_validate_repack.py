@@ -105,7 +105,7 @@ def test_scale_up_keeps_everything_in_place():
 
 
 def test_scale_up_roundrobin_spreads_new_tasks_over_existing_containers():
-    plan = pack(T)  # a0 b1 b2? see layout
+    plan = pack(T, algorithm="roundrobin")
     assert layout(plan) == [(1, ["a0", "b0", "b2"]), (2, ["a1", "b1"])]
     new, diff = repack(T, plan, {"b": 4})
     assert layout(new) == [(1, ["a0", "b0", "b2"]), (2, ["a1", "b1", "b3"])]
@@ -170,7 +170,7 @@ def test_renumbered_instances_keep_task_id_and_container():
 
 def test_roundrobin_new_container_count_moves_only_what_balances():
     t = topo([comp("a", 6)], {"topology.workers": 2})
-    plan = pack(t)
+    plan = pack(t, algorithm="roundrobin")
     new, diff = repack(t, plan, {}, containers=3)
     assert [len(c.instances) for c in new.containers] == [2, 2, 2]
     assert len(diff.moved) == 2 and diff.added == [] and diff.removed == []
@@ -188,7 +188,9 @@ def test_repack_refusals():
     with pytest.raises(PackingError, match="component 'a': parallelism must be a positive integer, got 0"):
         repack(T, plan, {"a": 0})
     with pytest.raises(PackingError, match=r"containers=9: round-robin needs between 1 and the topology's 5 tasks"):
-        repack(T, pack(T), {}, containers=9)
+        repack(T, pack(T, algorithm="roundrobin"), {}, containers=9)
+    with pytest.raises(PackingError, match="only roundrobin takes a container count; auto chooses it"):
+        repack(T, pack(T), {}, containers=3)
 
 
 def test_repack_moves_instances_out_of_a_container_that_no_longer_fits():

@@ -101,8 +101,8 @@ def test_kinds_and_instances(report):
 def test_every_policy_is_evaluated_and_one_is_cheapest(report):
     rows = table(report, "plans")
     assert sorted((r["algorithm"], r["granularity"]) for r in rows) == sorted(
-        (a, g) for a in ("roundrobin", "rcrr", "ffd") for g in ("task", "worker"))
-    assert [r["rank"] for r in rows] == [1, 2, 3, 4, 5, 6]
+        (a, g) for a in ("auto", "roundrobin", "rcrr", "ffd") for g in ("task", "worker"))
+    assert [r["rank"] for r in rows] == [1, 2, 3, 4, 5, 6, 7, 8]
     cheapest = [r for r in rows if r["cheapest"]]
     assert len(cheapest) <= 1
     recs = by(table(report, "recommendations"))

@@ -65,6 +65,6 @@ def test_packing_report_in_process(spark, tmp_path, capsys):
     assert main(["report", "packing", "--topologies", str(tmp_path / "t"), "--out", str(tmp_path / "o"),
                  "--no-progress", "--no-charts"]) == 0
     out = capsys.readouterr().out
-    assert "2 topologies × 6 policies = 12 packings" in out
+    assert "2 topologies × 8 policies = 16 packings" in out
     assert os.path.isfile(tmp_path / "o" / "tables" / "policies.csv")
     assert main(["report", "packing", "--topologies", str(tmp_path / "missing")]) == 2

@@ -32,7 +32,7 @@ def rows_of(report, name):
 
 def test_every_topology_times_every_policy_matches_pack(report, topology_dir):
     rows = rows_of(report, "per_topology")
-    assert len(rows) == 6 * 6
+    assert len(rows) == 6 * len(plans.POLICIES) == 6 * 8
     base = base_config()
     base = base.with_layer(plans.yarn_caps(base), "report")
     yarn = plans.Yarn.from_config(base)
@@ -60,16 +60,16 @@ def test_ranks_per_topology_and_overall(report):
     rows = rows_of(report, "per_topology")
     for name in {r["topology"] for r in rows}:
         mine = [r for r in rows if r["topology"] == name]
-        assert sorted(r["rank"] for r in mine) == [1, 2, 3, 4, 5, 6]
+        assert sorted(r["rank"] for r in mine) == list(range(1, 9))
         feasible = [r for r in mine if r["feasible"]]
         if feasible:
             best = min(feasible, key=lambda r: (r["yarn_memory_mb"], r["yarn_vcores"], r["containers"]))
             winner = next(r for r in mine if r["cheapest"])
             assert winner["yarn_memory_mb"] == best["yarn_memory_mb"]
     overall = rows_of(report, "policies")
-    assert [r["overall_rank"] for r in overall] == [1, 2, 3, 4, 5, 6]
+    assert [r["overall_rank"] for r in overall] == list(range(1, 9))
     assert sum(r["wins"] for r in overall) == sum(1 for r in rows if r["cheapest"])
-    assert report.charts and report.summary[0] == "6 topologies × 6 policies = 36 packings"
+    assert report.charts and report.summary[0] == "6 topologies × 8 policies = 48 packings"
 
 
 def test_cluster_view_adds_fit_and_fragmentation(spark, topology_dir, tmp_path):
@@ -82,7 +82,7 @@ def test_cluster_view_adds_fit_and_fragmentation(spark, topology_dir, tmp_path):
     files = sorted(str(p) for p in topology_dir.glob("*.py"))[:2]
     report = packing_report(PackingOptions(topologies=tuple(files), cluster_view=str(path), charts=False), spark)
     rows = rows_of(report, "per_topology")
-    assert len(rows) == 12
+    assert len(rows) == 2 * 8
     for r in rows:
         if r["feasible"]:
             assert r["fits_cluster"] == (r["unplaced"] == 0)

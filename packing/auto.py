@@ -1,0 +1,152 @@
+"""``auto``: the fewest containers it can find, opening as many as needed.
+
+1. First-fit decreasing by counts under each of ``counts.orderings`` (Heron's
+   ram-first FFD among them, so never more containers than ``ffd``) and the
+   two bin-centric fills of ``counts.fill_by_score``; the fewest containers
+   wins, the earlier in that list on a tie.
+2. If that is above the lower bound and small enough to search
+   (``SEARCH_CONTAINERS``), a bounded exact search (``search.Search``) looks
+   for a packing into one container fewer, again and again, until it proves
+   there is none, reaches the lower bound or spends ``SEARCH_STEPS``; each
+   target is tried under two component orders, each with half the steps.
+3. ``topology.workers`` set to W above that count: the instances are dealt
+   largest first over W containers (``fit.round_robin_fit``, a container
+   that cannot take an instance is skipped); should that need more than W,
+   the fewest-container packing's container with the most instances is
+   split in two until there are W.
+
+Everything is counted in whole units and steps, never timed, so the plan is
+the same byte for byte on every run.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Optional, Sequence
+
+from squall.packing.bins import Bins
+from squall.packing.counts import (CountProblem, containers, expand, fill_by_score, first_fit, lower_bound,
+                                   orderings)
+from squall.packing.errors import PackingError
+from squall.packing.fit import round_robin_fit
+from squall.packing.request import Request
+from squall.packing.search import Search
+
+SEARCH_CONTAINERS = 64  # above this many containers, the greedy packing stands
+SEARCH_STEPS = 30_000  # per packing; a step is one node of the search
+SEARCH_ORDERS = (3, 0)  # which of ``orderings`` the search tries, each with its share of the steps
+
+
+def count_problem(request: Request, instances: Mapping[str, list]) -> CountProblem:
+    """The problem over ``instances`` (component -> instances), components in name order."""
+    room = request.room
+    return CountProblem(
+        sizes=tuple((c.size.cpu, c.size.ram, c.size.disk) for c in request.components),
+        counts=tuple(len(instances.get(c.name, ())) for c in request.components),
+        room=(room.cpu, room.ram, room.disk),
+    )
+
+
+def fewest(problem: CountProblem) -> list:
+    """Count vectors, one per container, of the fewest-container packing found."""
+    orders = orderings(problem)
+    greedy = [first_fit(problem, order)[0] for order in orders]
+    greedy += [fill_by_score(problem, "dot"), fill_by_score(problem, "l2")]
+    solution = expand(min(greedy, key=containers))  # the first of the fewest
+    bound = lower_bound(problem)
+    if bound < len(solution) <= SEARCH_CONTAINERS:
+        search = Search(problem, SEARCH_STEPS)
+        tries = [orders[t] for t in SEARCH_ORDERS]
+        while len(solution) > bound and search.steps_left > 0:
+            for order in tries:
+                found = search.fewer(len(solution) - 1, order, SEARCH_STEPS // len(tries))
+                if found is not None or search.proven:
+                    break
+            if found is None:
+                break
+            solution = found
+    return solution
+
+
+def pack_auto(request: Request, bins: Bins, instances: Mapping[str, list]) -> None:
+    """Fill the empty ``bins`` with ``instances`` (component -> instances by index)."""
+    problem = count_problem(request, instances)
+    solution = fewest(problem)
+    workers = request.workers
+    if workers is not None and workers > len(solution):
+        total = sum(problem.counts)
+        if workers > total:
+            raise PackingError(
+                f"topology.workers={workers} is more than the topology's {total} tasks: "
+                "a container would be empty"
+            )
+        dealt = _deal(request, problem, instances, workers)
+        if dealt is not None:
+            for members in dealt:
+                i = bins.open()
+                for m in members:
+                    bins.add(i, m)
+            return
+        solution = split(solution, workers)
+    place(request, bins, instances, solution)
+
+
+def _deal(request: Request, problem: CountProblem, instances: Mapping[str, list], workers: int) -> Optional[list]:
+    """Members of ``workers`` containers, instances dealt in turn largest first;
+    None if that needs more containers."""
+    dealt = Bins(request.room, request.sizes)
+    for _ in range(workers):
+        dealt.open()
+    order = orderings(problem)[3]
+    round_robin_fit(dealt, [(request.components[t].size, instances[request.components[t].name])
+                            for t in order if problem.counts[t]])
+    return dealt.members if len(dealt) == workers else None
+
+
+def split(solution: Sequence[tuple], n: int) -> list:
+    """Split the container with the most instances (the first of them) in two
+    halves, component by component, until there are ``n`` containers."""
+    out = [tuple(v) for v in solution]
+    while len(out) < n:
+        i = max(range(len(out)), key=lambda j: (sum(out[j]), -j))
+        half, carry = [], 0
+        for q in out[i]:  # alternate odd remainders so the halves differ by at most one instance
+            h = (q + carry) // 2
+            carry = (q + carry) % 2
+            half.append(h)
+        out[i:i + 1] = [tuple(q - h for q, h in zip(out[i], half)), tuple(half)]
+    return out
+
+
+def place(request: Request, bins: Bins, instances: Mapping[str, list], solution: Sequence[tuple],
+          into: Sequence[int] = ()) -> None:
+    """Give each container of ``solution`` its instances: the first count
+    vectors go to the existing containers at indexes ``into``, the rest to new
+    ones; each component's instances are handed out in the order given."""
+    taken = [0] * len(request.components)
+    for k, vector in enumerate(solution):
+        if not any(vector):
+            continue
+        i = into[k] if k < len(into) else bins.open()
+        for t, q in enumerate(vector):
+            if q:
+                name = request.components[t].name
+                bins.add_all(i, instances[name][taken[t]:taken[t] + q])
+                taken[t] += q
+
+
+def place_into(request: Request, bins: Bins, instances: Mapping[str, list]) -> None:
+    """Repacking: fill the gaps of the containers ``bins`` already has (first
+    fit decreasing, trying each ordering and keeping the one that leaves the
+    fewest new containers), then pack what is left into new containers."""
+    problem = count_problem(request, instances)
+    if not any(problem.counts):
+        return
+    best = None
+    for order in orderings(problem):
+        groups = [[bins.cpu[i], bins.ram[i], bins.disk[i], [0] * len(problem.sizes), 1] for i in range(len(bins))]
+        groups, left = first_fit(problem, order, groups, open_new=False)
+        new = fewest(problem.with_counts(left)) if any(left) else []
+        if best is None or len(new) < len(best[1]):
+            best = (groups, new)
+    groups, new = best
+    existing = [tuple(v[3][t] for t in range(len(problem.sizes))) for v in groups]
+    place(request, bins, instances, existing + new, into=range(len(bins)))
