@@ -6,7 +6,9 @@ from typing import Any, Mapping, Optional
 from squall.conf import Config, base_config
 from squall.logical import task_ids
 from squall.packing.auto import pack_auto, place_into
+from squall.chaining import chains
 from squall.packing.bins import Bins
+from squall.packing.chained import check_together, expand, fuse
 from squall.packing.build import build_plan
 from squall.packing.errors import PackingError
 from squall.packing.fit import first_fit, round_robin_fit
@@ -29,12 +31,21 @@ def pack(
     (topology master) is not in it: see ``tmaster_container_resources``.
     """
     request = build_request(topology, base, algorithm, granularity)
+    chain_list = chains(topology, base)
+    fused = fuse(request, chain_list)
     ids = task_ids(topology)
+    for unit, chain in fused.chains.items():  # a chain instance is one unit, known by its head's task id
+        ids[unit] = ids[chain[0]]
+        for member in chain:
+            del ids[member]
     instances = {name: [(name, tid, i) for i, tid in enumerate(tids)] for name, tids in ids.items()}
-    bins = Bins(request.room, request.sizes)
-    place_new(request, bins, instances, fresh=True)
-    plan = build_plan(request, bins.assignment())
+    bins = Bins(fused.request.room, fused.request.sizes)
+    place_new(fused.request, bins, instances, fresh=True)
+    real = task_ids(topology)
+    assignment = expand(fused, bins.assignment(), lambda item: [(m, real[m][item[2]]) for m in fused.chains[item[0]]])
+    plan = build_plan(request, assignment)
     check_plan(request, plan)
+    check_together(chain_list, plan)
     return plan
 
 

@@ -32,7 +32,9 @@ from typing import Any, Mapping, Optional
 
 from squall.conf import Config
 from squall.idl import replace
+from squall.chaining import chains
 from squall.packing.bins import Bins
+from squall.packing.chained import TaskIds, check_together, expand, fuse, units_of_plan
 from squall.packing.build import build_plan
 from squall.packing.errors import PackingError
 from squall.packing.pack import place_new
@@ -99,26 +101,46 @@ def repack(
         raise PackingError(
             f"containers={containers}: only roundrobin takes a container count; {request.algorithm} chooses it"
         )
+    # chains as the new parallelism makes them: each chain instance is one unit (packing/chained.py)
+    chain_list = chains(with_parallelism(topology, par), base)
+    fused = fuse(request, chain_list)
+    unit_par = {n: p for n, p in par.items() if not any(n in chain for chain in fused.chains.values())}
+    unit_par.update({unit: par[chain[0]] for unit, chain in fused.chains.items()})
 
-    bins = Bins(request.room, request.sizes)
+    bins = Bins(fused.request.room, fused.request.sizes)
+    known: dict = {}
+    split: dict = {}
     for c in sorted(plan.containers, key=lambda c: c.id):
         i = bins.open(c.id)
         for inst in c.instances:
-            name = inst.id.component
-            if name not in names:
-                raise PackingError(f"packing plan {plan.id!r}: component {name!r} is not in topology {topology.name!r}")
-            bins.add(i, (name, inst.id.task_id, inst.id.component_index))
+            if inst.id.component not in names:
+                raise PackingError(f"packing plan {plan.id!r}: component {inst.id.component!r} is not in topology "
+                                   f"{topology.name!r}")
+        items, here_known, here_split = units_of_plan(fused, c)
+        known.update(here_known)
+        split.update(here_split)
+        for item in items:
+            bins.add(i, item)
 
-    _scale_down(bins, par)
-    displaced = _resize_containers(request, bins, containers) if request.algorithm == "roundrobin" else _evict_overfull(bins)
-    new = _new_instances(bins, displaced, plan, par)
+    _scale_down(bins, unit_par)
+    displaced = _resize_containers(fused.request, bins, containers) if request.algorithm == "roundrobin" \
+        else _evict_overfull(bins)
+    # a chain the old plan did not have: its tasks go together, placed again (index beyond the new
+    # parallelism: scaled away)
+    displaced += [(unit, min(tasks.values()), index) for (unit, index), tasks in sorted(split.items())
+                  if index < unit_par[unit]]
+    new = _new_instances(bins, displaced, plan, unit_par)
     for instance in displaced:
         new.setdefault(instance[0], []).append(instance)
-    place_new(request, bins, new)
+    place_new(fused.request, bins, new)
     if request.algorithm == "roundrobin" and containers is not None:
         _rebalance(bins)
-    new_plan = build_plan(request, bins.assignment())
+    highest = max([i.id.task_id for c in plan.containers for i in c.instances]
+                  + [m[1] for members in bins.members for m in members], default=0)
+    assignment = expand(fused, bins.assignment(), TaskIds(fused, known, split, highest))
+    new_plan = build_plan(request, assignment)
     check_plan(request, new_plan)
+    check_together(chain_list, new_plan)
     return new_plan, diff_plans(plan, new_plan)
 
 

@@ -9,7 +9,7 @@ import heapq
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from squall.conf import Config, base_config
 from squall.logical import component_config, topology_config
@@ -158,11 +158,12 @@ def build_request(
         padding=padding,
         ffd_sort=config["squall.packing.ffd.sort"],
     )
-    _check_each_fits(request)
+    check_each_fits(request)
     return request
 
 
-def _check_each_fits(request: Request) -> None:
+def check_each_fits(request: Request, what: Callable[[str], str] = lambda name: f"component {name!r}") -> None:
+    """Refuse a component one instance of which cannot fit an empty container (``what`` names it)."""
     room = request.room
     for c in request.components:
         if c.parallelism < 1:
@@ -176,7 +177,7 @@ def _check_each_fits(request: Request) -> None:
             if dim == "cpu":
                 need, pad, cap = need / 1000, pad / 1000, cap / 1000
             raise PackingError(
-                f"component {c.name!r}: one instance needs {dim} {need:g}{unit} "
+                f"{what(c.name)}: one instance needs {dim} {need:g}{unit} "
                 f"({_COMPONENT_KEYS[DIMS.index(dim)]}) plus {pad:g}{unit} padding, more than a "
                 f"{'container' if request.granularity == 'task' else 'worker'} holds: {key}={cap:g}"
             )

@@ -17,10 +17,15 @@ def validate_plan(topology: Any, plan: Any, base: Optional[Config] = None) -> No
     component's config says; no empty container; container ids >= 1 and
     unique; each container's resources >= its instances plus padding (padding
     at least what the config asks for) and within capacity (worker
-    granularity: exactly the worker size).
+    granularity: exactly the worker size); the tasks of a chain instance in
+    one container (``squall.chaining``).
     """
+    from squall.chaining import chains
+    from squall.packing.chained import check_together
+
     request = build_request(topology, base, plan.algorithm, plan.granularity)
     check_plan(request, plan)
+    check_together(chains(topology, base), plan)
 
 
 def check_plan(request: Request, plan: Any) -> None:

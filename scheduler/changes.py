@@ -18,7 +18,7 @@ from squall.conf import Config
 from squall.conf.registry import ConfigError, registry
 from squall.errors import SquallError
 from squall.idl import replace
-from squall.packing import PackingError, PlanDiff, repack
+from squall.packing import PackingError, PlanDiff, repack, with_component_config, with_parallelism
 from squall.topology import decode_config, encode_config
 
 # What an update may change: a key that only sizes instances, so it takes effect by repacking.
@@ -63,13 +63,8 @@ class TopologyUpdate:
     def apply(self, topology: Any) -> Any:
         """The topology with this update: parallelism, component configs and overrides replaced."""
         self.check(topology)
-        components = []
-        for c in topology.components:
-            changed = self.component_config.get(c.name)
-            config = {**c.config, **encode_config(changed, f"components.{c.name}.config")} if changed else c.config
-            components.append(replace(c, parallelism=self.parallelism.get(c.name, c.parallelism), config=config))
-        overrides = {**topology.overrides, **encode_config(self.config, "--config-property")}
-        return replace(topology, components=components, overrides=overrides)
+        changed = with_parallelism(with_component_config(topology, self.component_config), self.parallelism)
+        return replace(changed, overrides={**topology.overrides, **encode_config(self.config, "--config-property")})
 
 
 def _check_key(key: str, value: Any, where: str) -> None:
@@ -178,7 +173,8 @@ def describe(planned: PlannedUpdate) -> list:
     new_ids = {c.id for c in planned.proposed.containers}
     lines.append(f"packing plan {planned.current.id} -> {planned.proposed.id}: {len(old_ids)} -> {len(new_ids)} "
                  f"containers ({len(new_ids - old_ids)} new, {len(old_ids - new_ids)} removed); instances "
-                 f"{len(diff.added)} added, {len(diff.removed)} removed, {len(diff.moved)} moved, the rest untouched")
+                 f"{len(diff.added)} added, {len(diff.removed)} removed, {len(diff.moved)} moved, "
+                 f"{len(diff.resized)} resized in place, the rest untouched")
     gained = _by_container(planned.proposed, diff.added + diff.moved)
     lost = _by_container(planned.current, diff.removed)
     moved_out = _by_container(planned.current, diff.moved)
@@ -220,4 +216,5 @@ def diff_json(planned: PlannedUpdate) -> dict:
         "containers": {"before": sorted(c.id for c in planned.current.containers),
                        "after": sorted(c.id for c in planned.proposed.containers)},
         "added": ids(planned.diff.added), "removed": ids(planned.diff.removed), "moved": ids(planned.diff.moved),
+        "resized": ids(planned.diff.resized),
     }
