@@ -5,7 +5,9 @@ process, so packing places the tasks of index *i* together: the algorithms see
 one component per chain, ``head+next+...``, whose instance is the sum of its
 members' sizes, and the plan they make is *expanded* into the members'
 instances, each with its own size and task id, in the container the unit went
-to. The request the plans are built and checked with is the real one.
+to. The request the plans are built and checked with is the real one. A
+``topology.workers`` above the number of units (but not of tasks) gives one
+container per unit: containers of tasks that now run together would be empty.
 """
 from __future__ import annotations
 
@@ -52,6 +54,12 @@ def fuse(request: Request, chain_list: list) -> Fused:
         components.append(ComponentNeed(unit_name(chain), head.parallelism, size,
                                         tuple(u for u in upstream(head.upstream) if u != unit_name(chain))))
     fused = replace(request, components=tuple(sorted(components, key=lambda c: c.name)))
+    if request.workers is not None and request.workers > request.total_tasks:
+        raise PackingError(f"topology.workers={request.workers} is more than the topology's {request.total_tasks} "
+                           "tasks: a container would be empty")
+    if request.workers is not None and fused.total_tasks < request.workers:
+        # topology.workers counts containers of tasks; chained, fewer units may fill them all
+        fused = replace(fused, workers=fused.total_tasks)
     check_each_fits(fused, what=lambda name: f"chain {name!r} (its tasks run in one process: "
                                              f"squall.chaining, docs/runtime.md)" if name in unit_of.values()
                     else f"component {name!r}")

@@ -118,7 +118,8 @@ def repack(
                                    f"{topology.name!r}")
         items, here_known, here_split = units_of_plan(fused, c)
         known.update(here_known)
-        split.update(here_split)
+        for key, tasks in here_split.items():  # a chain instance's tasks in several containers
+            split.setdefault(key, {}).update(tasks)
         for item in items:
             bins.add(i, item)
 

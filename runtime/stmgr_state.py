@@ -495,11 +495,12 @@ class StreamManagerState:
         self.blocked.discard(who)
         kind = type(who)
         if kind is LocalTask:
-            task = who.task
-            if task not in self.local:
+            mine = [t for t, _ in who.tasks if self.local.get(t) is who]  # not those a newer connection took
+            if not mine:
                 return
-            self._forget_local(self.local[task])
-            for t, _ in who.tasks:
+            if self.local.get(who.task) is who:
+                self._forget_local(who)
+            for t in mine:
                 del self.local[t]
                 if self.stale.pop(t, None) is not None:
                     log.info("task %d (retired) disconnected; its route is gone", t)
@@ -721,11 +722,11 @@ class StreamManagerState:
 
     def registration(self) -> Any:
         instances = [
-            schema.InstanceLocation(id=schema.InstanceId(component=component, task_id=task, component_index=-1),
+            schema.InstanceLocation(id=schema.InstanceId(component=dict(who.tasks)[task], task_id=task,
+                                                         component_index=-1),
                                     container=self.container, pid=who.pid)
-            for who in self.connections() for task, component in who.tasks
+            for task, who in sorted(self.local.items())
         ]
-        instances.sort(key=lambda i: i.id.task_id)
         loc = schema.StMgrLocation(container=self.container, host=self.host, data_port=self.data_port, pid=self.pid)
         return schema.RegisterStMgr(stmgr=loc, instances=instances)
 

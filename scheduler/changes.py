@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
+from squall.chaining import CHAINING_KEY, chains
 from squall.commandline import format_table
 from squall.conf import Config
 from squall.conf.registry import ConfigError, registry
@@ -61,10 +62,20 @@ class TopologyUpdate:
             _check_key(key, value, key)
 
     def apply(self, topology: Any) -> Any:
-        """The topology with this update: parallelism, component configs and overrides replaced."""
+        """The topology with this update: parallelism, component configs and overrides replaced.
+
+        An update never fuses tasks that run in processes of their own (that would restart them, and
+        a spout would start again): a component the new parallelism would chain to its upstream, and
+        was not, gets ``squall.chaining: head``. A chain whose edge no longer allows it is split (its
+        process restarts as processes of their own)."""
         self.check(topology)
         changed = with_parallelism(with_component_config(topology, self.component_config), self.parallelism)
-        return replace(changed, overrides={**topology.overrides, **encode_config(self.config, "--config-property")})
+        changed = replace(changed, overrides={**topology.overrides, **encode_config(self.config, "--config-property")})
+        before = {(a, b) for chain in chains(topology) for a, b in zip(chain, chain[1:])}
+        joined = {b for chain in chains(changed) for a, b in zip(chain, chain[1:]) if (a, b) not in before}
+        if joined:
+            changed = with_component_config(changed, {name: {CHAINING_KEY: "head"} for name in joined})
+        return changed
 
 
 def _check_key(key: str, value: Any, where: str) -> None:

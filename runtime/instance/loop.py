@@ -33,6 +33,7 @@ from typing import Any, Optional
 
 from squall.idl import schema
 from squall.runtime.instance.chain import Chain, ComponentLogFilter, link
+from squall.runtime.instance.delivery import UserError
 from squall.runtime.instance.make import make_instance
 from squall.runtime.metrics_sender import BlockingMetricsSender
 from squall.runtime.protocol import BlockingConnection, ProtocolError
@@ -275,6 +276,9 @@ def run(env: Any) -> int:
         loop.finish()
     except ProtocolError as e:
         log.error("task %d: %s; exiting so the executor restarts it", task, e)
+        return 1
+    except UserError as e:  # a chained task's process() raised: logged with its traceback where it did
+        log.error("%s; exiting so the executor restarts the chain", e)
         return 1
     finally:
         inst.close()

@@ -239,11 +239,14 @@ def test_a_process_crashing_past_its_budget_fails_the_topology(cluster, tmp_path
     (out / "crash").touch()
     wait_until(lambda: status(cluster, "fragile") == "FAILED", timeout=60, what="the topology to fail")
     listed = json.loads(cluster.squall("list", "--json")[0])[0]
-    assert listed["reason"].startswith("container 1: instance-1-fragile exited with 1, past its restart budget "
-                                       "(2 restarts within 300s)")
+    # ticks -> fragile run chained: one process, named after both tasks
+    assert listed["reason"].startswith("container 1: instance-2-ticks+1-fragile exited with 1, past its restart "
+                                       "budget (2 restarts within 300s)")
     data = shown(cluster, "fragile")
     assert "RuntimeError: planted: the marker file says crash" in data["reasons"][0]
-    assert [p["state"] for p in data["processes"] if p["process"].startswith("instance fragile")] == ["failed"]
+    assert "task 1 (fragile): process() raised on a tuple from task 2 (ticks)" in data["reasons"][0]
+    assert [p["state"] for p in data["processes"] if p["process"].startswith("chain ticks[0] task 2 -> fragile")] \
+        == ["failed"]
     table, _ = cluster.squall("show", "fragile")
     assert "topology 'fragile': FAILED" in table
     cluster.squall("kill", "fragile")

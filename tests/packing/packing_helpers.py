@@ -20,6 +20,9 @@ def comp(name: str, par: int, cpu: Optional[float] = None, ram: Optional[int] = 
 
 
 def topo(components: Sequence[dict], config: Optional[Mapping[str, Any]] = None, name: str = "t") -> Any:
+    """A topology of ``components`` (shuffle edges). Chaining is off unless ``config`` says: these
+    tests look at the algorithms on tasks; chains as units are test_packing_chains.py's."""
+    config = {"squall.chaining": "off", **(config or {})}
     return schema.Topology(
         name=name,
         components=[
@@ -37,7 +40,7 @@ def topo(components: Sequence[dict], config: Optional[Mapping[str, Any]] = None,
             )
             for c in components
         ],
-        config={k: json.dumps(v) for k, v in (config or {}).items()},
+        config={k: json.dumps(v) for k, v in config.items()},
         overrides={},
     )
 

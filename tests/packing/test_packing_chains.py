@@ -84,3 +84,10 @@ def test_the_validator_refuses_a_plan_that_splits_a_chain():
     assert any(where[("spout", i)] != where[("split", i)] for i in range(4)), "round-robin split no chain"
     with pytest.raises(PackingError, match=r"chain 'spout\+split': its tasks of index \d are in containers"):
         validate_plan(t, replace(unchained, algorithm="auto"))
+
+
+def test_topology_workers_above_the_chain_instances_gives_one_container_each():
+    t = topology(pars=(2, 2, 2), **{"topology.workers": 5})  # 6 tasks, 4 units: 2 chain instances, 2 counts
+    assert len(pack(t).containers) == 4
+    with pytest.raises(PackingError, match="topology.workers=7 is more than the topology's 6 tasks"):
+        pack(topology(pars=(2, 2, 2), **{"topology.workers": 7}))

@@ -472,3 +472,20 @@ def test_ticks_send_heartbeats_and_metrics_rows():
     assert user["unsent_bytes"] == 11 + sm.peers[2].buffered
     sm.handle(Tick(10.0, 1010.0))
     assert sm.forwarded_frames == 0 and sm.bp_episodes == 0  # counted per bucket
+
+
+def test_a_chain_connects_once_for_its_tasks_and_a_task_taken_over_stays_with_its_new_process():
+    chain = LocalTask(1, "spout", 101, ((1, "spout"), (2, "bolt")))
+    sm = started({1: 1, 2: 1}, chain)
+    assert sm.local == {1: chain, 2: chain}
+    f = frame(2, count=1)
+    assert sm.handle(FramesArrived(PeerIn(2), [f], 0.0)) == [Send(chain, f)]
+    assert [(i.id.task_id, i.id.component, i.pid) for i in sm.registration().instances] == [
+        (1, "spout", 101), (2, "bolt", 101)]
+    # the chain is split by an update: task 1's new process connects while the chain still runs task 2
+    alone = LocalTask(1, "spout", 201)
+    sm.handle(Connected(alone, 1.0))
+    assert sm.local == {1: alone, 2: chain}
+    assert [(i.id.task_id, i.pid) for i in sm.registration().instances] == [(1, 201), (2, 101)]
+    sm.handle(Disconnected(chain, 2.0))  # the retired chain leaves: task 1 stays with its new process
+    assert sm.local == {1: alone} and 1 in sm.queues

@@ -44,6 +44,8 @@ class Record(Bolt):
 builder = TopologyBuilder("slow_spout")
 ids = builder.add_spout("ids", BlockingIds, par=1)
 builder.add_bolt("sink", Record, par=1, inputs={ids: Grouping.fields("id")})
-builder.set_config({"squall.packing.algorithm": "roundrobin", "topology.workers": 2,
+# the spout and its sink in processes of their own (not chained), with frames between them through
+# the stream managers: what these tests look at
+builder.set_config({"squall.packing.algorithm": "roundrobin", "topology.workers": 2, "squall.chaining": "off",
                     "e2e.ids": 6, "e2e.sleep": 0.5})
 topology = builder.build()
