@@ -33,6 +33,7 @@ from typing import Any, Optional
 
 from squall.idl import schema
 from squall.runtime.instance.chain import Chain, ComponentLogFilter, link
+from squall.runtime.instance.delivery import UserError
 from squall.runtime.instance.make import make_instance
 from squall.runtime.metrics_sender import BlockingMetricsSender
 from squall.runtime.protocol import BlockingConnection, ProtocolError
@@ -194,12 +195,16 @@ class _Loop:
             now = time.monotonic()
             flush_due = now >= timers.next_flush
             if inst.on_timers(now):
-                wall = time.time()
-                self.metrics.send(inst.metrics_rows(wall, wall - self.last_metrics_wall, self.unread_bytes(),
-                                                    time.perf_counter()))
-                self.last_metrics_wall = wall
+                self.send_metrics()
             if flush_due:
                 self.send_out()
+
+    def send_metrics(self) -> None:
+        """The bucket's rows, to the container's metrics manager."""
+        wall = time.time()
+        self.metrics.send(self.inst.metrics_rows(wall, wall - self.last_metrics_wall, self.unread_bytes(),
+                                                 time.perf_counter()))
+        self.last_metrics_wall = wall
 
     def drain(self) -> None:
         """After SIGTERM (bolts): handle what is still in, or on its way to, the socket, until it has
@@ -276,6 +281,11 @@ def run(env: Any) -> int:
     except ProtocolError as e:
         log.error("task %d: %s; exiting so the executor restarts it", task, e)
         return 1
+    except Exception as e:  # from user code (next_tuple, initialize, process without auto_fail): the task exits
+        if not isinstance(e, UserError):  # a chain member's is recorded where it was raised
+            getattr(inst, "head", inst).errors.record("uncaught: the task exited")
+        loop.send_metrics()  # the error reaches the topology master before the executor restarts the task
+        raise
     finally:
         inst.close()
         loop.conn.close()
