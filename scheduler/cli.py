@@ -249,7 +249,8 @@ def cmd_clean(args: argparse.Namespace, state: StateManager) -> int:
 
 
 # -------------------------------------------------------------------- views
-def cmd_list(args: argparse.Namespace, state: StateManager) -> int:
+def list_data(state: StateManager) -> list:
+    """One row per running topology: ``squall list``'s (and the UI's)."""
     rows = []
     for name in state.names(Kind.EXECUTION_STATE):
         execution = state.get(Kind.EXECUTION_STATE, name)
@@ -267,6 +268,11 @@ def cmd_list(args: argparse.Namespace, state: StateManager) -> int:
             "uptime_secs": round(time.time() - execution.submit_time, 1),
         })
         rows[-1]["reason"] = health.reasons[0].splitlines()[0] if health.reasons else ""
+    return rows
+
+
+def cmd_list(args: argparse.Namespace, state: StateManager) -> int:
+    rows = list_data(state)
     if args.json:
         print_json(rows)
     elif not rows:
@@ -280,7 +286,8 @@ def cmd_list(args: argparse.Namespace, state: StateManager) -> int:
 STATUS_NAMES = {schema.TopologyStatus.RUNNING: "RUNNING", schema.TopologyStatus.PAUSED: "PAUSED"}
 
 
-def show_data(state: StateManager, name: str) -> dict:
+def show_data(state: StateManager, name: str, errors: bool = True) -> dict:
+    """``squall show``'s data; ``errors``: ask the topology master for the errors raised in user code."""
     execution = manager.running(state, name)
     health = topology_health(state, name, execution)
     plan = state.get(Kind.PACKING_PLAN, name)
@@ -328,7 +335,7 @@ def show_data(state: StateManager, name: str) -> dict:
         "packing_plan": plan_to_json(name, plan),
         "chains": [list(chain) for chain in chain_list],
         "processes": processes,
-        "errors": user_errors(state, name),
+        "errors": user_errors(state, name) if errors else None,
     }
 
 
