@@ -92,8 +92,9 @@ def layers(components: list) -> dict:
     def depth(name: str, seen: frozenset) -> int:
         if name in column:
             return column[name]
+        seen = seen | {name}
         ups = [u for u in inputs.get(name, []) if u in inputs and u not in seen]
-        d = 1 + max((depth(u, seen | {name}) for u in ups), default=-1)
+        d = 1 + max((depth(u, seen) for u in ups), default=-1)
         column[name] = d
         return d
 
