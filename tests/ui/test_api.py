@@ -2,7 +2,7 @@
 import json
 import os
 
-from conftest import TOKEN, wait_until
+from conftest import wait_until
 
 TOPOLOGY = "/api/v1/topology/ui_words"
 

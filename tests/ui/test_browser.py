@@ -5,7 +5,6 @@ With ``SQUALL_UI_SCREENSHOTS=DIR`` the pages are saved there as PNG (docs/ui.md 
 """
 import os
 
-import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
