@@ -9,7 +9,10 @@ task it keeps
   ``COARSE_SECS`` merged one per minute: an hour of a 200-task topology is
   a few MB;
 - its last ``ERRORS_KEPT`` errors raised in user code (the rows' ``user``
-  carries them: ``runtime/user_errors.py``) and how many it reported.
+  carries them: ``runtime/user_errors.py``) and how many it reported;
+
+and per component its time series, binned as rows arrive
+(``ComponentSeries``), so a chart's answer only adds up bins.
 
 A windowed answer covers the buckets that ended in the last ``window_secs``
 (from the minute samples past ``FINE_SECS``). Rates are counts over the
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 from typing import Any, Iterable, Optional
 
 from squall.idl import schema
@@ -34,6 +38,7 @@ COARSE_SECS = 3600.0  # minutes kept
 MINUTE = 60.0
 ERRORS_KEPT = 20  # per task
 SERIES_POINTS = 60  # at most, per component
+FINE_STEP = 1.0  # seconds of a component's series bin, kept FINE_SECS; then one bin a MINUTE, kept COARSE_SECS
 
 
 class Sample:
@@ -135,26 +140,41 @@ class TaskMetrics:
 
 def percentile(pairs: list, q: float) -> Optional[float]:
     """The weighted ``q`` quantile of ``(value, weight)`` pairs (None without any)."""
+    return quantiles(pairs, (q,))[0]
+
+
+def quantiles(pairs: list, qs: tuple) -> list:
+    """The weighted quantiles ``qs`` (ascending) of ``(value, weight)`` pairs, sorted once."""
     if not pairs:
-        return None
+        return [None] * len(qs)
     pairs = sorted(pairs)
     total = sum(w for _, w in pairs)
-    acc = 0.0
+    out, acc, k = [], 0.0, 0
     for value, w in pairs:
         acc += w
-        if acc >= q * total - 1e-9:
-            return value
-    return pairs[-1][0]
+        while k < len(qs) and acc >= qs[k] * total - 1e-9:
+            out.append(value)
+            k += 1
+        if k == len(qs):
+            return out
+    return out + [pairs[-1][0]] * (len(qs) - len(out))
+
+
+def latency_pairs(samples: list) -> tuple:
+    """Each bucket's mean execute, process and complete latency with the tuples it covers."""
+    return ([(x.exec_sum / x.exec_w, x.exec_w) for x in samples if x.exec_w],
+            [(x.proc_sum / x.proc_w, x.proc_w) for x in samples if x.proc_w],
+            [(x.compl_sum / x.compl_w, x.compl_w) for x in samples if x.compl_w])
 
 
 def _mean(total: float, weight: float) -> Optional[float]:
     return total / weight if weight else None
 
 
-def _summary(component: str, task_id: Optional[int], s: Sample, samples: Optional[list], rates_of: Sample,
-             errors: Iterable, error_count: int, windowed: bool) -> Any:
-    """A MetricsSummary of merged sample ``s``; ``samples``: its buckets (percentiles), ``rates_of``: what the
-    rates are of (the window, or the last bucket)."""
+def _summary(component: str, task_id: Optional[int], s: Sample, pairs: Optional[tuple], rates_of: Sample,
+             errors: Iterable, error_count: int) -> Any:
+    """A MetricsSummary of merged sample ``s``; ``pairs``: its buckets' latencies (``latency_pairs``, for
+    percentiles: windows only), ``rates_of``: what the rates are of (the window, or the last bucket)."""
     secs = rates_of.secs or 1.0
     out = schema.MetricsSummary(
         component=component, task_id=task_id, emitted=s.emitted, executed=s.executed, acked=s.acked,
@@ -165,14 +185,69 @@ def _summary(component: str, task_id: Optional[int], s: Sample, samples: Optiona
         capacity=s.exec_sum / 1000 / s.secs if s.secs else None, queue_depth=s.queue, queue_depth_max=s.queue_max,
         backpressure_ms=s.bp_ms, cpu_percent=s.cpu_sum / s.secs if s.secs else None, rss_mb=s.rss,
         errors=list(errors), error_count=error_count)
-    if windowed and samples:
-        for attr, total, weight in (("execute", "exec_sum", "exec_w"), ("process", "proc_sum", "proc_w"),
-                                    ("complete", "compl_sum", "compl_w")):
-            pairs = [(getattr(x, total) / getattr(x, weight), getattr(x, weight)) for x in samples
-                     if getattr(x, weight)]
-            setattr(out, f"{attr}_latency_p50_ms", percentile(pairs, 0.5))
-            setattr(out, f"{attr}_latency_p99_ms", percentile(pairs, 0.99))
+    if pairs is not None:
+        (out.execute_latency_p50_ms, out.execute_latency_p99_ms), (out.process_latency_p50_ms,
+         out.process_latency_p99_ms), (out.complete_latency_p50_ms, out.complete_latency_p99_ms) = \
+            (quantiles(p, (0.5, 0.99)) for p in pairs)
     return out
+
+
+class ComponentSeries:
+    """One component's time series, binned as rows arrive: each bucket's counts and latency sums spread over
+    the bins it spans (``FINE_STEP`` bins for ``FINE_SECS``, minutes for ``COARSE_SECS``), so answering
+    for a window only adds up bins."""
+
+    FIELDS = 11  # emitted, executed, acked, failed, 3 x (latency sum, weight), backpressure ms
+
+    def __init__(self) -> None:
+        self.fine: dict = {}  # bin index -> sums
+        self.coarse: dict = {}
+
+    def add(self, s: Sample) -> None:
+        values = (s.emitted, s.executed, s.acked, s.failed, s.exec_sum, s.exec_w, s.proc_sum, s.proc_w,
+                  s.compl_sum, s.compl_w, s.bp_ms)
+        for bins, width, keep in ((self.fine, FINE_STEP, FINE_SECS), (self.coarse, MINUTE, COARSE_SECS)):
+            _spread(bins, width, s.ts - s.secs, s.ts, values)
+            oldest = int((s.ts - keep) // width) - 1
+            if len(bins) > keep / width + 2:
+                for i in [i for i in bins if i < oldest]:
+                    del bins[i]
+
+    def points(self, name: str, window: float, now: float) -> list:
+        coarse = window > FINE_SECS
+        bins, width = (self.coarse, MINUTE) if coarse else (self.fine, FINE_STEP)
+        per = max(1, round(window / SERIES_POINTS / width))  # bins a step
+        first, last = int((now - window) // width), math.ceil(now / width) - 1  # the bins the window overlaps
+        out = []
+        for k in range(first, last + 1, per):
+            acc = [0.0] * self.FIELDS
+            found = False
+            for i in range(k, k + per):
+                b = bins.get(i)
+                if b is not None:
+                    found = True
+                    acc = [a + v for a, v in zip(acc, b)]
+            if found:
+                out.append(schema.MetricsPoint(
+                    component=name, ts=k * width, secs=per * width, emitted=round(acc[0]), executed=round(acc[1]),
+                    acked=round(acc[2]), failed=round(acc[3]), execute_latency_ms=_mean(acc[4], acc[5]),
+                    process_latency_ms=_mean(acc[6], acc[7]), complete_latency_ms=_mean(acc[8], acc[9]),
+                    backpressure_ms=acc[10]))
+        return out
+
+
+def _spread(bins: dict, width: float, begin: float, end: float, values: tuple) -> None:
+    """Add ``values`` (measured over ``[begin, end)``) to the bins of ``width`` they span, in proportion."""
+    length = end - begin
+    if length <= 0:
+        return
+    i = int(begin // width)
+    while i * width < end:
+        share = (min(end, (i + 1) * width) - max(begin, i * width)) / length
+        if share > 0:
+            acc = bins.get(i)
+            bins[i] = [v * share for v in values] if acc is None else [a + v * share for a, v in zip(acc, values)]
+        i += 1
 
 
 class MetricsStore:
@@ -180,6 +255,7 @@ class MetricsStore:
 
     def __init__(self) -> None:
         self.tasks: dict = {}
+        self.series: dict = {}  # component -> ComponentSeries
 
     def add(self, row: Any) -> None:
         if row.process != "instance" or row.task_id is None:
@@ -188,6 +264,10 @@ class MetricsStore:
         if t is None or t.component != row.component:
             t = self.tasks[row.task_id] = TaskMetrics(row.component, row.task_id)
         t.add(row)
+        series = self.series.get(row.component)
+        if series is None:
+            series = self.series[row.component] = ComponentSeries()
+        series.add(t.last)
 
     def response(self, component: Optional[str] = None, window_secs: Optional[float] = None,
                  series: bool = False, now: Optional[float] = None) -> Any:
@@ -201,34 +281,35 @@ class MetricsStore:
         since = now - window if window else 0.0
         tasks, by_component = [], {}
         for t in chosen:
-            samples = t.samples(since, window > FINE_SECS) if window else None
+            pairs = None
             if window:
+                samples = t.samples(since, window > FINE_SECS)
                 merged = Sample()
                 for s in samples:
                     merged.merge(s)
-                rates_of = merged
+                rates_of, pairs = merged, latency_pairs(samples)
             else:
                 merged, rates_of = t.total, t.last
-            tasks.append(_summary(t.component, t.task_id, merged, samples, rates_of, t.errors, t.error_count,
-                                  bool(window)))
-            by_component.setdefault(t.component, []).append((t, merged, samples, tasks[-1]))
-        components = [self._component(name, parts, bool(window)) for name, parts in sorted(by_component.items())]
+            tasks.append(_summary(t.component, t.task_id, merged, pairs, rates_of, t.errors, t.error_count))
+            by_component.setdefault(t.component, []).append((t, merged, pairs, tasks[-1]))
+        components = [self._component(name, parts) for name, parts in sorted(by_component.items())]
         out = schema.MetricsResponse(components=components, tasks=tasks)
         if series:
-            out.series = self._series(by_component, window or COARSE_SECS, now)
+            out.series = [p for name in sorted(by_component) if name in self.series
+                          for p in self.series[name].points(name, window or COARSE_SECS, now)]
         return out
 
     @staticmethod
-    def _component(name: str, parts: list, windowed: bool) -> Any:
+    def _component(name: str, parts: list) -> Any:
         merged = Sample()
-        samples: list = []
-        for _, s, task_samples, _ in parts:
+        pairs: Optional[tuple] = None
+        for _, s, task_pairs, _ in parts:
             merged.merge(s)
-            samples += task_samples or []
+            if task_pairs is not None:
+                pairs = tuple(a + b for a, b in zip(pairs, task_pairs)) if pairs else task_pairs
         summaries = [p[3] for p in parts]
         errors = sorted((e for t, _, _, _ in parts for e in t.errors), key=lambda e: e.time)[-ERRORS_KEPT:]
-        out = _summary(name, None, merged, samples, merged, errors, sum(t.error_count for t, _, _, _ in parts),
-                       windowed)
+        out = _summary(name, None, merged, pairs, merged, errors, sum(t.error_count for t, _, _, _ in parts))
         # rates, queue, cpu and memory add up over tasks; capacity and backpressure are the busiest task's
         for rate in ("emit_rate", "execute_rate", "ack_rate", "fail_rate"):
             setattr(out, rate, sum(getattr(x, rate) for x in summaries))
@@ -240,49 +321,3 @@ class MetricsStore:
         out.capacity = max((x.capacity for x in summaries if x.capacity is not None), default=None)
         out.backpressure_ms = max((x.backpressure_ms or 0.0) for x in summaries)
         return out
-
-    @staticmethod
-    def _series(by_component: dict, window: float, now: float) -> list:
-        """Each component's steps over the window: every bucket's counts spread over the steps it spans."""
-        start = now - window
-        bucket = max((t.last.secs for parts in by_component.values() for t, _, _, _ in parts), default=1.0)
-        coarse = window > FINE_SECS
-        step = max(window / SERIES_POINTS, MINUTE if coarse else bucket)
-        points = []
-        for name, parts in sorted(by_component.items()):
-            bins: dict = {}
-            for t, _, _, _ in parts:
-                for s in (t.minutes if coarse else t.fine):
-                    begin = s.ts - (MINUTE if coarse else s.secs)
-                    if s.ts <= start or s.secs <= 0:
-                        continue
-                    length = s.ts - begin
-                    i = max(0, int((begin - start) // step))
-                    while start + i * step < min(s.ts, now):
-                        lo, hi = max(begin, start + i * step), min(s.ts, start + (i + 1) * step, now)
-                        if hi > lo:
-                            _spread(bins.setdefault(i, Sample()), s, (hi - lo) / length)
-                        i += 1
-            for i in sorted(bins):
-                b = bins[i]
-                points.append(schema.MetricsPoint(
-                    component=name, ts=start + i * step, secs=step, emitted=round(b.emitted),
-                    executed=round(b.executed), acked=round(b.acked), failed=round(b.failed),
-                    execute_latency_ms=_mean(b.exec_sum, b.exec_w), process_latency_ms=_mean(b.proc_sum, b.proc_w),
-                    complete_latency_ms=_mean(b.compl_sum, b.compl_w), backpressure_ms=b.bp_ms))
-        return points
-
-
-def _spread(into: Sample, s: Sample, share: float) -> None:
-    """Add ``share`` of sample ``s`` (the part of its bucket in one step) to ``into``."""
-    into.emitted += s.emitted * share
-    into.executed += s.executed * share
-    into.acked += s.acked * share
-    into.failed += s.failed * share
-    into.exec_sum += s.exec_sum * share
-    into.exec_w += s.exec_w * share
-    into.proc_sum += s.proc_sum * share
-    into.proc_w += s.proc_w * share
-    into.compl_sum += s.compl_sum * share
-    into.compl_w += s.compl_w * share
-    into.bp_ms += s.bp_ms * share

@@ -8,7 +8,7 @@ import os
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from conftest import TOKEN, wait_until
+from ui_harness import TOKEN, wait_until
 
 SHOTS = os.environ.get("SQUALL_UI_SCREENSHOTS")
 

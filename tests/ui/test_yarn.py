@@ -16,7 +16,7 @@ from squall.yarn.environment import PythonEnvironment
 from squall.yarn.spec import TMASTER_SERVICE, UI_LOG, build_spec
 from squall.yarn.staging import Staged
 
-from conftest import TOPOLOGY, Squall, request, wait_until
+from ui_harness import TOPOLOGY, Squall, request, wait_until
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "yarn"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "packing"))

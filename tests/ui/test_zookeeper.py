@@ -4,7 +4,7 @@ import uuid
 
 import pytest
 
-from conftest import TOPOLOGY, Squall, wait_until
+from ui_harness import TOPOLOGY, Squall, wait_until
 
 
 @pytest.fixture(scope="module")
