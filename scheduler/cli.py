@@ -268,6 +268,7 @@ def list_data(state: StateManager) -> list:
             "uptime_secs": round(time.time() - execution.submit_time, 1),
         })
         rows[-1]["reason"] = health.reasons[0].splitlines()[0] if health.reasons else ""
+        rows[-1]["reasons"] = list(health.reasons)
     return rows
 
 
@@ -278,8 +279,9 @@ def cmd_list(args: argparse.Namespace, state: StateManager) -> int:
     elif not rows:
         print("no topology is running")
     else:
-        headers = list(rows[0])
-        print(format_table(headers, [list(r.values()) for r in rows], right={"containers", "instances", "uptime_secs"}))
+        headers = [k for k in rows[0] if k != "reasons"]  # the first line of the first one is "reason"
+        print(format_table(headers, [[r[k] for k in headers] for r in rows],
+                           right={"containers", "instances", "uptime_secs"}))
     return 0
 
 

@@ -20,7 +20,7 @@ from squall.scheduler import manager
 from squall.scheduler.cli import list_data, show_data
 from squall.state import Kind, StateManager, member
 from squall.topology import decode_config
-from squall.ui.metrics import MetricsCache
+from squall.ui.metrics import BadRequest, MetricsCache
 
 LOG_LENGTH = 16 * 1024  # bytes of a log a request gets by default
 LOG_LENGTH_MAX = 256 * 1024  # and at most
@@ -32,17 +32,7 @@ class NotFound(SquallError):
 
 def topologies(state: StateManager) -> list:
     """Every running topology: name, status and its reasons, uptime, containers, instances."""
-    rows = list_data(state)
-    for row in rows:
-        execution = state.get(Kind.EXECUTION_STATE, row["name"])
-        row["reasons"] = list(_health(state, row["name"], execution).reasons) if execution else []
-    return rows
-
-
-def _health(state: StateManager, name: str, execution: Any) -> Any:
-    from squall.state.status import topology_health
-
-    return topology_health(state, name, execution)
+    return list_data(state)
 
 
 def logical_plan(topology: Any) -> list:
@@ -154,7 +144,7 @@ def component(state: StateManager, metrics: MetricsCache, name: str, component_n
         "topology": name, "component": component_name, "kind": kind_name(spec.kind).lower(),
         "parallelism": spec.parallelism, "window": window, "metrics_error": unreachable,
         "summary": (answer or {}).get("components", {}).get(component_name), "instances": instances,
-        "errors": [e for e in _errors(answer)],
+        "errors": _errors(answer),
     }
 
 
@@ -240,8 +230,6 @@ def log_window(state: StateManager, name: str, container: int, process: str, off
                        f"(processes: {', '.join(p.name for p in record.processes)})")
     length = LOG_LENGTH if length is None else length
     if length < 0 or length > LOG_LENGTH_MAX or (offset is not None and offset < 0):
-        from squall.ui.metrics import BadRequest
-
         raise BadRequest(f"offset {offset}, length {length}: offset >= 0 and 0 <= length <= {LOG_LENGTH_MAX}")
     try:
         size = os.path.getsize(proc.log_file)

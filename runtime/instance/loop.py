@@ -284,7 +284,10 @@ def run(env: Any) -> int:
     except Exception as e:  # from user code (next_tuple, initialize, process without auto_fail): the task exits
         if not isinstance(e, UserError):  # a chain member's is recorded where it was raised
             getattr(inst, "head", inst).errors.record("uncaught: the task exited")
-        loop.send_metrics()  # the error reaches the topology master before the executor restarts the task
+        try:
+            loop.send_metrics()  # the error reaches the topology master before the executor restarts the task
+        except OSError as lost:
+            log.warning("task %d: the row with its error was not sent: %s", task, lost)
         raise
     finally:
         inst.close()
