@@ -7,8 +7,9 @@ fetches the topology page and its API document every second (the UI
 server's and the topology master's cost alone), and headless chromium
 reloading the topology page every second (``?refresh=1``; the browser's own
 CPU is on this 2-core machine too, unlike an operator's laptop). Printed:
-words/s of each round, the median ratio of each poller to the baseline
-rounds around it, and the CPU the UI server and the topology master used.
+words/s of each round, the median ratio of each poller's round to the
+baseline round just before it, and the CPU the UI server and the topology
+master used.
 
     .venv/bin/python bench/ui_polling.py [--seconds 8] [--rounds 3]
 """
@@ -90,6 +91,7 @@ def main() -> int:
 
         time.sleep(4.0)  # warm up
         rates: dict = {"none": [], "http": [], "browser": []}
+        ratios: dict = {"none": [1.0], "http": [], "browser": []}  # to the baseline round just before
         used: dict = {"none": [0.0, 0.0], "http": [0.0, 0.0], "browser": [0.0, 0.0]}
         for _ in range(args.rounds):
             for mode in ("none", "http", "none", "browser"):
@@ -102,17 +104,18 @@ def main() -> int:
                     time.sleep(1.0)
                 before = (cpu([ui.pid]), cpu(tmaster))
                 rates[mode].append(measure(out, args.seconds))
+                if mode != "none":
+                    ratios[mode].append(rates[mode][-1] / rates["none"][-1])
                 used[mode][0] += cpu([ui.pid]) - before[0]
                 used[mode][1] += cpu(tmaster) - before[1]
                 stop.set()
                 if browser is not None:
                     browser.close()
                     browser = None
-        base = statistics.median(rates["none"])
         for mode in ("none", "http", "browser"):
             secs = args.seconds * len(rates[mode])
             print(f"{mode:>8}: {', '.join(f'{r / 1e3:.0f}k' for r in rates[mode])} words/s; "
-                  f"ratio to no poller {statistics.median(rates[mode]) / base:.2f}; "
+                  f"median ratio to the baseline round before {statistics.median(ratios[mode]):.2f}; "
                   f"UI server CPU {used[mode][0] / secs * 100:.1f}%, topology master {used[mode][1] / secs * 100:.1f}%")
     finally:
         if browser is not None:

@@ -213,13 +213,15 @@ class ComponentSeries:
                 for i in [i for i in bins if i < oldest]:
                     del bins[i]
 
-    def points(self, name: str, window: float, now: float) -> list:
+    def points(self, name: str, window: float, now: float, settled: float) -> list:
+        """Steps of the window before ``now`` that end by ``settled`` (the time every task has reported up
+        to: a step after it would show a drop that is only rows not yet in)."""
         coarse = window > FINE_SECS
         bins, width = (self.coarse, MINUTE) if coarse else (self.fine, FINE_STEP)
         per = max(1, round(window / SERIES_POINTS / width))  # bins a step
-        first, last = int((now - window) // width), math.ceil(now / width) - 1  # the bins the window overlaps
+        first, last = int((now - window) // width), math.floor(settled / width) - 1
         out = []
-        for k in range(first, last + 1, per):
+        for k in range(first, last - per + 2, per):
             acc = [0.0] * self.FIELDS
             found = False
             for i in range(k, k + per):
@@ -295,8 +297,9 @@ class MetricsStore:
         components = [self._component(name, parts) for name, parts in sorted(by_component.items())]
         out = schema.MetricsResponse(components=components, tasks=tasks)
         if series:
+            settled = now - max((t.last.secs for t in chosen), default=0.0)  # every task reports each bucket
             out.series = [p for name in sorted(by_component) if name in self.series
-                          for p in self.series[name].points(name, window or COARSE_SECS, now)]
+                          for p in self.series[name].points(name, window or COARSE_SECS, now, settled)]
         return out
 
     @staticmethod

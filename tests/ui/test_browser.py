@@ -3,6 +3,7 @@ buttons (deactivate, activate, an update, a refused one) pressed for real agains
 
 With ``SQUALL_UI_SCREENSHOTS=DIR`` the pages are saved there as PNG (docs/ui.md shows them).
 """
+import json
 import os
 
 from selenium.webdriver.common.by import By
@@ -17,7 +18,7 @@ def page(browser, local, path, shot=None):
     browser.get(local.url.rstrip("/") + path)
     if SHOTS and shot:
         os.makedirs(SHOTS, exist_ok=True)
-        browser.set_window_size(1400, min(2400, browser.execute_script("return document.body.scrollHeight") + 20))
+        browser.set_window_size(1400, min(2400, browser.execute_script("return document.documentElement.scrollHeight") + 20))
         browser.save_screenshot(os.path.join(SHOTS, f"{shot}.png"))
         browser.set_window_size(1400, 1000)
     return browser
@@ -40,6 +41,15 @@ def keep_token(browser, token):
     field.send_keys(token)
     browser.find_element(By.CSS_SELECTOR, "#token-form button").click()
     message(browser, "token kept")
+
+
+def report(local, name, row):
+    """A capacity report folder (as ``squall report capacity`` writes) where the UI looks for reports."""
+    folder = os.path.join(local.reports, name)
+    os.makedirs(folder)
+    with open(os.path.join(folder, "report.json"), "w") as f:
+        json.dump({"kind": "capacity", "title": "Capacity of ui_words", "facts": {"topology": "ui_words"},
+                   "tables": {"recommendations": [row]}}, f)
 
 
 def test_the_topology_list_and_the_cluster(browser, local):
@@ -88,9 +98,18 @@ def test_the_component_packing_capacity_and_log_pages(browser, local):
         sorted(i["task_id"] for c in packing["containers"] for i in c["instances"])
     assert any("cpu" in b.text and "of" in b.text for b in browser.find_elements(By.CSS_SELECTOR, ".bar"))
 
+    count = len(local.get("/api/v1/topology/ui_words/component/count")["instances"])
+    report(local, "capacity-ui_words-browser", {"component": "count", "kind": "bolt", "parallelism": count,
+                                                 "recommended_parallelism": count + 1, "target_rate": 1500.0,
+                                                 "capacity_per_instance": 400.0, "notes": "busy above 0.8"})
     page(browser, local, "/topology/ui_words/capacity", "capacity")
     assert texts(browser, "#recommendations tbody td:first-child") == ["count"]
-    assert browser.find_element(By.ID, "dry-run").text.startswith("update of topology 'ui_words':")
+    dry = browser.find_element(By.ID, "dry-run").text
+    assert dry.startswith("update of topology 'ui_words':") and f"parallelism  {count} -> {count + 1}" in dry
+    keep_token(browser, TOKEN)
+    browser.find_element(By.CSS_SELECTOR, "[data-report]").click()
+    message(browser, "updated topology 'ui_words'", timeout=90)
+    assert len(local.get("/api/v1/topology/ui_words/component/count")["instances"]) == count + 1
 
     page(browser, local, "/topology/ui_words/logs?container=1&process=stmgr", "logs")
     assert browser.find_element(By.ID, "log-text").text.strip()
