@@ -125,6 +125,20 @@ def test_actions_need_the_token_and_answer_as_the_cli_does(local):
     assert local.get(TOPOLOGY)["status"] == "RUNNING"
 
 
+def test_restart_replaces_one_container_and_waits_until_it_is_back(local):
+    before = {i["task_id"]: i["pid"] for i in local.get(f"{TOPOLOGY}/component/count")["instances"]}
+    on_two = {i["task_id"] for c in local.get(f"{TOPOLOGY}/packing")["containers"] if c["id"] == 2
+              for i in c["instances"]}
+    assert local.post(f"{TOPOLOGY}/restart", {"container": "two"}, expect=400)["error"] == \
+        "restart: container 'two' is not a container id"
+    assert local.post(f"{TOPOLOGY}/restart", {"container": 2})["message"] == \
+        "restarted container 2 of topology 'ui_words'"
+    assert local.get(TOPOLOGY)["status"] == "RUNNING"
+    after = {i["task_id"]: i["pid"] for i in local.get(f"{TOPOLOGY}/component/count")["instances"]}
+    assert on_two & set(before)  # a count task runs in container 2: it gets a new process, the others do not
+    assert {t for t in before if after[t] != before[t]} == on_two & set(before)
+
+
 def test_update_shows_the_cli_dry_run_then_scales(local):
     dry = local.post(f"{TOPOLOGY}/update", {"parallelism": {"split": 3}, "dry_run": True})
     cli = local.run("update", "ui_words", "--component-parallelism", "split=3", "--dry-run").stdout
