@@ -19,11 +19,7 @@ def on_zookeeper(tmp_path_factory, zookeeper):
     squall.run("submit", TOPOLOGY, "--config-property", "ui.boom.every=0")
     squall.start_ui()
     yield squall
-    try:
-        if squall.get("/api/v1/topology/summary")["topologies"]:
-            squall.run("kill", "ui_words")
-    finally:
-        squall.close()
+    squall.finish()
 
 
 def test_the_ui_reads_zookeeper_state_and_acts_on_it(on_zookeeper):

@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 
@@ -12,18 +11,11 @@ import psutil
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+from e2e_harness import wait_until  # noqa: E402,F401  (the UI tests' too)
+
 TOPOLOGY = os.path.join(HERE, "topologies", "ui_words.py")
 TOKEN = "ui-test-token"
-
-
-def wait_until(predicate, timeout=60.0, interval=0.2, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 class Squall:
@@ -65,6 +57,14 @@ class Squall:
                 found.append(p)
         return found
 
+    def finish(self):
+        """Kill the topologies still running, then ``close``."""
+        try:
+            for row in self.get("/api/v1/topology/summary")["topologies"]:
+                self.run("kill", row["name"])
+        finally:
+            self.close()
+
     def close(self):
         if self.ui is not None:
             self.ui.terminate()
@@ -102,8 +102,4 @@ def local(tmp_path_factory):
     squall.run("submit", TOPOLOGY)
     squall.start_ui("--config-property", f"squall.ui.reports.dir={squall.reports}")
     yield squall
-    try:
-        if squall.get("/api/v1/topology/summary")["topologies"]:
-            squall.run("kill", "ui_words")
-    finally:
-        squall.close()
+    squall.finish()
