@@ -331,7 +331,8 @@ struct MetricsSummary {
   18: optional double complete_latency_ms,
   19: optional double complete_latency_p50_ms,
   20: optional double complete_latency_p99_ms,
-  // busy fraction: time in process() over the time covered (bolts; a component: its busiest task)
+  // busy fraction: time in process() (spouts: next_tuple() calls that emitted) over the time covered;
+  // a component: its busiest task
   21: optional double capacity,
   // tuples waiting at the end of the last bucket (a component: summed), and the most in the window
   22: optional i64 queue_depth,
