@@ -6,6 +6,7 @@ With ``SQUALL_UI_SCREENSHOTS=DIR`` the pages are saved there as PNG (docs/ui.md 
 import json
 import os
 
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -28,11 +29,17 @@ def texts(browser, css):
     return [e.text for e in browser.find_elements(By.CSS_SELECTOR, css)]
 
 
+def until(browser, predicate, timeout=30):
+    """``predicate(browser)`` once true, polled often (an action's message shows until the page reloads), the
+    page's elements found afresh each time (a reload makes the old ones stale)."""
+    return WebDriverWait(browser, timeout, poll_frequency=0.05,
+                         ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)).until(predicate)
+
+
 def message(browser, wanted, timeout=60):
     """The page's message box once it says ``wanted`` (an action's answer)."""
-    box = browser.find_element(By.ID, "message")
-    WebDriverWait(browser, timeout).until(lambda d: wanted in box.text)
-    return box.text
+    return until(browser, lambda d: (lambda text: text if wanted in text else None)(
+        d.find_element(By.ID, "message").text), timeout)
 
 
 def keep_token(browser, token):
@@ -125,10 +132,10 @@ def test_actions_from_the_page_deactivate_activate_update_and_refuse(browser, lo
     keep_token(browser, TOKEN)
     browser.find_element(By.CSS_SELECTOR, "[data-action=deactivate]").click()
     message(browser, "topology 'ui_words' is deactivated")
-    WebDriverWait(browser, 30).until(lambda d: d.find_element(By.ID, "status").text == "PAUSED")
+    until(browser, lambda d: d.find_element(By.ID, "status").text == "PAUSED")
     browser.find_element(By.CSS_SELECTOR, "[data-action=activate]").click()
     message(browser, "topology 'ui_words' is active")
-    WebDriverWait(browser, 30).until(lambda d: d.find_element(By.ID, "status").text == "RUNNING")
+    until(browser, lambda d: d.find_element(By.ID, "status").text == "RUNNING")
 
     field = browser.find_element(By.CSS_SELECTOR, "#update-form input[name=split]")
     field.clear()
@@ -147,6 +154,5 @@ def test_actions_from_the_page_deactivate_activate_update_and_refuse(browser, lo
     assert f"split            parallelism  {split} -> {split + 1}" in browser.find_element(By.ID, "update-diff").text
     browser.find_element(By.CSS_SELECTOR, "[data-update=apply]").click()
     message(browser, "updated topology 'ui_words'", timeout=90)
-    WebDriverWait(browser, 30).until(
-        lambda d: d.find_element(By.ID, "instances").text == str(before + 1))
+    until(browser, lambda d: d.find_element(By.ID, "instances").text == str(before + 1))
     assert wait_until(lambda: local.get("/api/v1/topology/summary")["topologies"][0]["instances"] == before + 1)
