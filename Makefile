@@ -4,7 +4,7 @@ PYTHON ?= python3
 PY     := $(VENV)/bin/python
 SQUALL := $(VENV)/bin/squall
 
-.PHONY: venv demo test zookeeper bench clean
+.PHONY: venv demo test zookeeper browser bench clean
 
 venv: $(VENV)/.installed
 
@@ -20,10 +20,16 @@ zookeeper:
 	  echo "installing Debian's zookeeper package"; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q zookeeper; }
 
+# Debian's chromium and its driver: the UI tests drive a real headless browser (never a downloaded one).
+browser:
+	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver || { \
+	  echo "installing Debian's chromium and chromium-driver"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; }
+
 demo: venv
 	$(PY) examples/demo.py
 
-test: venv zookeeper
+test: venv zookeeper browser
 	$(PY) -m pytest -q tests
 
 bench: venv

@@ -6,12 +6,13 @@ the top of site-packages.
 """
 from setuptools import setup
 
-LAYERS = ["conf", "packing", "state", "scheduler", "runtime", "yarn", "reports"]
+LAYERS = ["conf", "packing", "state", "scheduler", "runtime", "yarn", "reports", "ui"]
 
 RUNTIME = ["thriftpy2>=0.4.16", "msgpack>=1.0", "PyYAML>=5.4", "psutil>=5.8", "kazoo>=2.9"]
 YARN = ["skein>=0.8.2", "venv-pack>=0.2"]  # submitting to YARN; packing environments for it
 REPORTS = ["pyspark>=3.4", "pandas>=1.5", "pyarrow>=10", "matplotlib>=3.5"]
 SOLVER = ["ortools>=9.10"]  # CP-SAT: the optimum bench/packing.py compares packings with
+UI = ["fastapi>=0.110", "uvicorn>=0.27", "jinja2>=3.1"]  # squall ui: the REST API (with OpenAPI) and pages
 
 setup(
     name="squall",
@@ -20,15 +21,17 @@ setup(
     python_requires=">=3.9",
     packages=["squall"] + [f"squall.{layer}" for layer in LAYERS],
     package_dir={"squall": "squall", **{f"squall.{layer}": layer for layer in LAYERS}},
-    package_data={"squall": ["*.thrift"], "squall.conf": ["*.yaml"]},
+    package_data={"squall": ["*.thrift"], "squall.conf": ["*.yaml"], "squall.ui": ["templates/*.html", "static/*"]},
     # what runtime processes need, and so what ships to every YARN container
     install_requires=RUNTIME,
     extras_require={
         "yarn": YARN,
         "reports": REPORTS,
         "solver": SOLVER,
-        "all": YARN + REPORTS + SOLVER,
-        "test": ["pytest>=7", "pytest-timeout>=2.1", "hypothesis>=6.50"],
+        "ui": UI,
+        "all": YARN + REPORTS + SOLVER + UI,
+        # selenium drives Debian's chromium through /usr/bin/chromedriver (the Makefile installs both)
+        "test": ["pytest>=7", "pytest-timeout>=2.1", "hypothesis>=6.50", "selenium>=4.10"],
     },
     entry_points={"console_scripts": ["squall = squall.cli:main"]},
 )

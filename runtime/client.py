@@ -12,24 +12,37 @@ class TMasterUnreachable(SquallError):
     """The topology master of a topology cannot be reached or did not answer."""
 
 
+# MetricsSummary fields, in the order they are shown (runtime/metrics_store.py says what each is)
+FIELDS = ("emitted", "executed", "acked", "failed", "emit_rate", "execute_rate", "ack_rate", "fail_rate",
+          "execute_latency_ms", "process_latency_ms", "window_secs", "execute_latency_p50_ms",
+          "execute_latency_p99_ms", "process_latency_p50_ms", "process_latency_p99_ms", "complete_latency_ms",
+          "complete_latency_p50_ms", "complete_latency_p99_ms", "capacity", "queue_depth", "queue_depth_max",
+          "backpressure_ms", "cpu_percent", "rss_mb", "error_count")
+POINT_FIELDS = ("ts", "secs", "emitted", "executed", "acked", "failed", "execute_latency_ms",
+                "process_latency_ms", "complete_latency_ms", "backpressure_ms")
+
+
 def _summary(s: Any) -> dict:
-    return {
-        "emitted": s.emitted, "executed": s.executed, "acked": s.acked, "failed": s.failed,
-        "emit_rate": s.emit_rate, "execute_rate": s.execute_rate, "ack_rate": s.ack_rate,
-        "fail_rate": s.fail_rate, "execute_latency_ms": s.execute_latency_ms,
-        "process_latency_ms": s.process_latency_ms,
-    }
+    out = {name: getattr(s, name) for name in FIELDS}
+    out["errors"] = [{"time": e.time, "where": e.where, "error": e.error, "traceback": e.traceback}
+                     for e in s.errors or []]
+    return out
 
 
 def query_metrics(state_manager: Any, topology_name: str, timeout: float = 5.0,
-                  component: Optional[str] = None) -> dict:
+                  component: Optional[str] = None, window_secs: Optional[float] = None,
+                  series: bool = False) -> dict:
     """Metrics of a running topology from its topology master.
 
     Returns ``{"components": {name: {...}}, "tasks": {task_id: {"component": name, ...}}}``
     where each entry has ``emitted, executed, acked, failed`` (totals since
     start), ``emit_rate, execute_rate, ack_rate, fail_rate`` (per second over
     the last bucket) and ``execute_latency_ms, process_latency_ms`` (means, or
-    None before any tuple).
+    None before any tuple), and the rest of ``FIELDS`` and ``errors`` (the last
+    errors raised in user code). With ``window_secs`` the counts, rates and
+    figures are over the last that many seconds; with ``series``,
+    ``"series": {component: [{ts, secs, emitted, ...}]}`` over the window (an
+    hour without one).
     """
     from squall.state import Kind
 
@@ -45,7 +58,8 @@ def query_metrics(state_manager: Any, topology_name: str, timeout: float = 5.0,
     except (ProtocolError, OSError) as e:
         raise TMasterUnreachable(f"topology master of {topology_name!r} at {where} is unreachable: {e}") from e
     try:
-        conn.send(control_frame(metrics_query=schema.MetricsQuery(component=component)))
+        conn.send(control_frame(metrics_query=schema.MetricsQuery(component=component, window_secs=window_secs,
+                                                                  series=series)))
         reply = decode_control(conn.recv_frame(timeout))
     except (ProtocolError, OSError) as e:
         raise TMasterUnreachable(f"topology master of {topology_name!r} at {where} did not answer: {e}") from e
@@ -54,7 +68,12 @@ def query_metrics(state_manager: Any, topology_name: str, timeout: float = 5.0,
     if reply.metrics_response is None:
         raise TMasterUnreachable(f"topology master of {topology_name!r} at {where} sent no metrics")
     resp = reply.metrics_response
-    return {
+    out = {
         "components": {s.component: _summary(s) for s in resp.components},
         "tasks": {s.task_id: {"component": s.component, **_summary(s)} for s in resp.tasks},
     }
+    if series:
+        out["series"] = {}
+        for p in resp.series or []:
+            out["series"].setdefault(p.component, []).append({name: getattr(p, name) for name in POINT_FIELDS})
+    return out

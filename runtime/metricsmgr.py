@@ -184,6 +184,8 @@ class MetricsManager:
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         with open(self.path, "a") as f:
             f.write("".join(json.dumps(line) + "\n" for line in lines))
+        for (r, _), line in zip(sampled, lines):  # the topology master gets the file's process figures
+            r.cpu_percent, r.rss_mb = line["cpu_percent"], line["rss_mb"]
         # rows wait (bounded) until the topology master's connection is up: its totals stay exact
         self.to_forward = (self.to_forward + [r for r, _ in sampled])[-MAX_UNFORWARDED:]
 

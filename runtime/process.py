@@ -6,33 +6,19 @@
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import sys
 from typing import Optional
 
 from squall.runtime.bootstrap import RuntimeStartError, load_env, parse_args, setup_logging
+from squall.supervision import die_with_parent
 
 log = logging.getLogger("squall.runtime.process")
-
-
-def _die_with_parent() -> None:
-    """Linux: get SIGTERM if the executor dies, so nothing outlives it."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if os.getppid() == 1:  # the parent died before prctl
-        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def main(argv: Optional[list] = None) -> int:
     args = parse_args(argv, "python -m squall.runtime.process")
     setup_logging(args.role, args.container, args.task)
-    _die_with_parent()
+    die_with_parent()
     try:
         env = load_env(args)
     except RuntimeStartError as e:

@@ -2,8 +2,9 @@
 
 ``PlanBuilder`` is the pure state machine: registrations, the packing plan
 and the status in; a ``PhysicalPlan`` out once every container of the packing
-plan has registered with exactly its instances. ``MetricsStore`` aggregates
-the rows the metrics managers forward. ``TMaster`` is the asyncio shell.
+plan has registered with exactly its instances. ``MetricsStore``
+(``runtime/metrics_store.py``) aggregates the rows the metrics managers
+forward. ``TMaster`` is the asyncio shell.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Any, Optional
 
 from squall.idl import schema
 from squall.runtime.metrics_sender import MetricsSender
+from squall.runtime.metrics_store import MetricsStore
 from squall.runtime.protocol import (Connection, HandshakeGate, ProtocolError, control_frame, decode_control,
                                      listen_socket)
 
@@ -97,78 +99,6 @@ class PlanBuilder:
         return schema.PhysicalPlan(topology_name=self.topology_name, packing_plan_id=self.packing.id,
                                    status=self.status, tmaster=self.tmaster, stmgrs=stmgrs,
                                    instances=instances)
-
-
-class _Totals:
-    __slots__ = ("component", "task_id", "emitted", "executed", "acked", "failed", "rates",
-                 "exec_lat", "exec_n", "proc_lat", "proc_n")
-
-    def __init__(self, component: str, task_id: Optional[int]):
-        self.component, self.task_id = component, task_id
-        self.emitted = self.executed = self.acked = self.failed = 0
-        self.rates = (0.0, 0.0, 0.0, 0.0)
-        self.exec_lat = self.proc_lat = 0.0
-        self.exec_n = self.proc_n = 0
-
-    def add(self, row: Any) -> None:
-        self.emitted += row.emit_count
-        self.executed += row.execute_count
-        self.acked += row.ack_count
-        self.failed += row.fail_count
-        dt = row.interval_secs or 1.0
-        self.rates = (row.emit_count / dt, row.execute_count / dt, row.ack_count / dt, row.fail_count / dt)
-        n = max(row.execute_count, 1)
-        if row.execute_latency_ms is not None:
-            self.exec_lat += row.execute_latency_ms * n
-            self.exec_n += n
-        if row.process_latency_ms is not None:
-            self.proc_lat += row.process_latency_ms * n
-            self.proc_n += n
-
-    def summary(self) -> Any:
-        return schema.MetricsSummary(
-            component=self.component, task_id=self.task_id, emitted=self.emitted, executed=self.executed,
-            acked=self.acked, failed=self.failed, emit_rate=self.rates[0], execute_rate=self.rates[1],
-            ack_rate=self.rates[2], fail_rate=self.rates[3],
-            execute_latency_ms=self.exec_lat / self.exec_n if self.exec_n else None,
-            process_latency_ms=self.proc_lat / self.proc_n if self.proc_n else None)
-
-
-class MetricsStore:
-    """Per-task totals since start from instance rows; components are sums."""
-
-    def __init__(self) -> None:
-        self.tasks: dict = {}
-
-    def add(self, row: Any) -> None:
-        if row.process != "instance" or row.task_id is None:
-            return
-        t = self.tasks.get(row.task_id)
-        if t is None or t.component != row.component:
-            t = self.tasks[row.task_id] = _Totals(row.component, row.task_id)
-        t.add(row)
-
-    def response(self, component: Optional[str] = None) -> Any:
-        comps: dict = {}
-        tasks = []
-        for tid in sorted(self.tasks):
-            t = self.tasks[tid]
-            if component and t.component != component:
-                continue
-            tasks.append(t.summary())
-            c = comps.get(t.component)
-            if c is None:
-                c = comps[t.component] = _Totals(t.component, None)
-            c.emitted += t.emitted
-            c.executed += t.executed
-            c.acked += t.acked
-            c.failed += t.failed
-            c.rates = tuple(a + b for a, b in zip(c.rates, t.rates))
-            c.exec_lat += t.exec_lat
-            c.exec_n += t.exec_n
-            c.proc_lat += t.proc_lat
-            c.proc_n += t.proc_n
-        return schema.MetricsResponse(components=[comps[n].summary() for n in sorted(comps)], tasks=tasks)
 
 
 class TMaster:
@@ -259,7 +189,9 @@ class TMaster:
                 for row in msg.metrics:
                     self.metrics.add(row)
             elif isinstance(who, ClientPeer) and msg.metrics_query is not None:
-                conn.write(control_frame(metrics_response=self.metrics.response(msg.metrics_query.component)))
+                q = msg.metrics_query
+                conn.write(control_frame(metrics_response=self.metrics.response(q.component, q.window_secs,
+                                                                                bool(q.series))))
             else:
                 raise ProtocolError(f"unexpected control message from {who}")
 

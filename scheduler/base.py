@@ -72,6 +72,11 @@ class Scheduler(ABC):
         """Where the run is, for ``show`` and ``logs`` (label -> value)."""
         return {}
 
+    def cluster(self, config: Mapping[str, Any]) -> Optional[dict]:
+        """The cluster this scheduler runs topologies on, as data (the UI's cluster page); None when it
+        has none to describe, or nothing in ``config`` says where it is."""
+        return None
+
     @abstractmethod
     def on_schedule(self, execution_state: Any, packing_plan: Any) -> None:
         """Start container 0 and one container per ContainerPlan."""

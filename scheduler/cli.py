@@ -8,7 +8,7 @@ import shutil
 import signal
 import sys
 import time
-from typing import Any
+from typing import Any, Optional
 
 from squall.chaining import chains
 from squall.commandline import (
@@ -24,7 +24,7 @@ from squall.errors import SquallError
 from squall.idl import schema
 from squall.logical import process_tasks
 from squall.packing import plan_to_json
-from squall.scheduler import changes, from_report, launcher, manager
+from squall.scheduler import actions, changes, from_report, launcher, manager
 from squall.scheduler.base import LaunchOptions
 from squall.state import Kind, StateManager, make_state_manager, member, open_state_manager
 from squall.state.status import topology_health
@@ -185,30 +185,22 @@ def _progress_printer() -> Any:
 
 # ------------------------------------------------------------------- control
 def cmd_kill(args: argparse.Namespace, state: StateManager) -> int:
-    execution = manager.kill(state, args.name)
-    print(f"killed topology {args.name!r}; its logs and metrics stay in {execution.run_dir}")
-    return 0
-
-
-def _set_status(args: argparse.Namespace, state: StateManager, status: int, word: str) -> int:
-    if not manager.set_status(state, args.name, status):
-        raise SquallError(f"topology {args.name!r} did not confirm it is {word} (is its topology master up?)")
-    print(f"topology {args.name!r} is {word}")
+    print(actions.kill(state, args.name))
     return 0
 
 
 def cmd_activate(args: argparse.Namespace, state: StateManager) -> int:
-    return _set_status(args, state, schema.TopologyStatus.RUNNING, "active")
+    print(actions.activate(state, args.name))
+    return 0
 
 
 def cmd_deactivate(args: argparse.Namespace, state: StateManager) -> int:
-    return _set_status(args, state, schema.TopologyStatus.PAUSED, "deactivated")
+    print(actions.deactivate(state, args.name))
+    return 0
 
 
 def cmd_restart(args: argparse.Namespace, state: StateManager) -> int:
-    manager.restart(state, args.name, args.container)
-    what = "all containers" if args.container is None else f"container {args.container}"
-    print(f"restarted {what} of topology {args.name!r}")
+    print(actions.restart(state, args.name, args.container))
     return 0
 
 
@@ -219,17 +211,11 @@ def cmd_update(args: argparse.Namespace, state: StateManager) -> int:
     if not args.json:
         print("\n".join(changes.describe(planned)))
         sys.stdout.flush()
-    applied = planned.changed and not args.dry_run
-    if applied:
-        planned = manager.update(state, args.name, update, base)
+    outcome = actions.update(state, args.name, update, base, planned, args.dry_run)
     if args.json:
-        print_json({**changes.diff_json(planned), "dry_run": args.dry_run, "applied": applied})
-    elif args.dry_run:
-        print("dry run: nothing applied")
-    elif applied:
-        print(f"updated topology {args.name!r}: every instance of plan {planned.proposed.id} is running")
+        print_json({**changes.diff_json(outcome.planned), "dry_run": args.dry_run, "applied": outcome.applied})
     else:
-        print(f"topology {args.name!r} already runs so: nothing to change")
+        print(outcome.line)
     return 0
 
 
@@ -263,7 +249,8 @@ def cmd_clean(args: argparse.Namespace, state: StateManager) -> int:
 
 
 # -------------------------------------------------------------------- views
-def cmd_list(args: argparse.Namespace, state: StateManager) -> int:
+def list_data(state: StateManager) -> list:
+    """One row per running topology: ``squall list``'s (and the UI's)."""
     rows = []
     for name in state.names(Kind.EXECUTION_STATE):
         execution = state.get(Kind.EXECUTION_STATE, name)
@@ -281,20 +268,28 @@ def cmd_list(args: argparse.Namespace, state: StateManager) -> int:
             "uptime_secs": round(time.time() - execution.submit_time, 1),
         })
         rows[-1]["reason"] = health.reasons[0].splitlines()[0] if health.reasons else ""
+        rows[-1]["reasons"] = list(health.reasons)
+    return rows
+
+
+def cmd_list(args: argparse.Namespace, state: StateManager) -> int:
+    rows = list_data(state)
     if args.json:
         print_json(rows)
     elif not rows:
         print("no topology is running")
     else:
-        headers = list(rows[0])
-        print(format_table(headers, [list(r.values()) for r in rows], right={"containers", "instances", "uptime_secs"}))
+        headers = [k for k in rows[0] if k != "reasons"]  # the first line of the first one is "reason"
+        print(format_table(headers, [[r[k] for k in headers] for r in rows],
+                           right={"containers", "instances", "uptime_secs"}))
     return 0
 
 
 STATUS_NAMES = {schema.TopologyStatus.RUNNING: "RUNNING", schema.TopologyStatus.PAUSED: "PAUSED"}
 
 
-def show_data(state: StateManager, name: str) -> dict:
+def show_data(state: StateManager, name: str, errors: bool = True) -> dict:
+    """``squall show``'s data; ``errors``: ask the topology master for the errors raised in user code."""
     execution = manager.running(state, name)
     health = topology_health(state, name, execution)
     plan = state.get(Kind.PACKING_PLAN, name)
@@ -342,7 +337,22 @@ def show_data(state: StateManager, name: str) -> dict:
         "packing_plan": plan_to_json(name, plan),
         "chains": [list(chain) for chain in chain_list],
         "processes": processes,
+        "errors": user_errors(state, name) if errors else None,
     }
+
+
+def user_errors(state: StateManager, name: str) -> Optional[list]:
+    """The last errors raised in the topology's user code (each task's, oldest first), as its topology master
+    keeps them; None when the master cannot be asked. Through the runtime's client, as ``squall metrics``."""
+    from squall.runtime.client import TMasterUnreachable, query_metrics
+
+    try:
+        metrics = query_metrics(state, name, timeout=2.0)
+    except TMasterUnreachable:
+        return None
+    found = [{"component": m["component"], "task": task, **e} for task, m in metrics["tasks"].items()
+             for e in m["errors"]]
+    return sorted(found, key=lambda e: e["time"])
 
 
 def cmd_show(args: argparse.Namespace, state: StateManager) -> int:
@@ -374,7 +384,18 @@ def cmd_show(args: argparse.Namespace, state: StateManager) -> int:
           p["pid"] or "-", p["state"], p["restarts"]] for p in data["processes"]],
         right={"container", "pid", "restarts"},
     ))
+    errors = data["errors"]
+    if errors is None:
+        print("\nerrors in user code: unknown (its topology master did not answer)")
+    elif errors:
+        print(f"\nerrors in user code (the last {min(len(errors), SHOWN_ERRORS)} of {len(errors)} kept)")
+        print(format_table(["time", "component", "task", "where", "error"], [
+            [time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e["time"])), e["component"], e["task"], e["where"],
+             e["error"].splitlines()[-1]] for e in errors[-SHOWN_ERRORS:]], right={"task"}))
     return 0
+
+
+SHOWN_ERRORS = 10
 
 
 def cmd_logs(args: argparse.Namespace, state: StateManager) -> int:

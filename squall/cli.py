@@ -34,6 +34,7 @@ _PLUGINS = [
     ("squall.runtime.cli", ["metrics"]),
     ("squall.reports.cli", ["report"]),
     ("squall.yarn.cli", ["cluster", "rebalance", "yarn"]),
+    ("squall.ui.cli", ["ui"]),
 ]
 
 

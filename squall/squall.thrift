@@ -282,13 +282,32 @@ struct MetricsRow {
   15: required string user,
   16: required i32 pid,
   17: required i32 container,
+  // the process's psutil figures, set by its metrics manager before it forwards the row
+  18: optional double cpu_percent,
+  19: optional double rss_mb,
 }
 
 struct MetricsQuery {
   1: optional string component,
+  // the last this many seconds (the topology master keeps an hour); unset: since start
+  2: optional double window_secs,
+  // also the per-component time series over the window (charts)
+  3: optional bool series,
 }
 
-// Totals since start, rates over the last bucket, latencies weighted means.
+// An exception raised in a task's user code (runtime/user_errors.py).
+struct UserErrorReport {
+  1: required double time,
+  // where it was raised: process(), next_tuple(), a metric, or uncaught (the task exited)
+  2: required string where,
+  // "Type: message"
+  3: required string error,
+  // the innermost frames of its traceback
+  4: required string traceback,
+}
+
+// Without window_secs: totals since start, rates over the last bucket, latencies weighted means.
+// With window_secs: counts and rates over the window, and the fields 13-28 over it.
 struct MetricsSummary {
   1: required string component,
   2: optional i32 task_id,
@@ -302,11 +321,51 @@ struct MetricsSummary {
   10: required double fail_rate,
   11: optional double execute_latency_ms,
   12: optional double process_latency_ms,
+  // seconds of rows the figures cover (a task's buckets in the window)
+  13: optional double window_secs,
+  // p50/p99 of the buckets' mean latencies in the window, each bucket weighted by its tuples
+  14: optional double execute_latency_p50_ms,
+  15: optional double execute_latency_p99_ms,
+  16: optional double process_latency_p50_ms,
+  17: optional double process_latency_p99_ms,
+  18: optional double complete_latency_ms,
+  19: optional double complete_latency_p50_ms,
+  20: optional double complete_latency_p99_ms,
+  // busy fraction: time in process() (spouts: next_tuple() calls that emitted) over the time covered;
+  // a component: its busiest task
+  21: optional double capacity,
+  // tuples waiting at the end of the last bucket (a component: summed), and the most in the window
+  22: optional i64 queue_depth,
+  23: optional i64 queue_depth_max,
+  // ms throttled by backpressure in the window (a component: its most throttled task)
+  24: optional double backpressure_ms,
+  // mean cpu % of one core over the window, rss at its end (a component: summed over its tasks)
+  25: optional double cpu_percent,
+  26: optional double rss_mb,
+  // the last errors raised in user code (newest last), and how many were raised since start
+  27: optional list<UserErrorReport> errors,
+  28: optional i64 error_count,
+}
+
+// One step of a component's time series: what its tasks reported in [ts, ts + secs).
+struct MetricsPoint {
+  1: required string component,
+  2: required double ts,
+  3: required double secs,
+  4: required i64 emitted,
+  5: required i64 executed,
+  6: required i64 acked,
+  7: required i64 failed,
+  8: optional double execute_latency_ms,
+  9: optional double process_latency_ms,
+  10: optional double complete_latency_ms,
+  11: required double backpressure_ms,
 }
 
 struct MetricsResponse {
   1: required list<MetricsSummary> components,
   2: required list<MetricsSummary> tasks,
+  3: optional list<MetricsPoint> series,
 }
 
 // The one control message: exactly one field is set.

@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import signal
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, TypeVar
@@ -99,3 +100,16 @@ class RetryPolicy:
                 log.info("%s: %s; retrying in %.1fs", what, e, wait)
             sleep(wait)
             wait = min(wait * self.factor, self.longest)
+
+
+def die_with_parent() -> None:
+    """Linux: get SIGTERM when the parent (the executor) dies, so nothing outlives it."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the parent died before prctl
+        os.kill(os.getpid(), signal.SIGTERM)

@@ -8,6 +8,7 @@ from squall.commandline import add_config_path_option, add_json_option, format_t
 from squall.conf import base_config
 from squall.errors import SquallError
 from squall.state import Kind, StateManager, member, open_state_manager
+from squall.yarn.view import squall_containers, view_json
 
 
 def register(sub: Any) -> None:
@@ -31,30 +32,6 @@ def register(sub: Any) -> None:
     pe.set_defaults(func=cmd_package_env)
 
 
-def squall_containers(state: StateManager, only: str = "") -> list:
-    """Every container of the YARN topologies in ``state`` (or of topology ``only``), with its shape."""
-    from squall.logical import topology_config
-    from squall.packing import normalise, tmaster_container_resources
-    from squall.yarn.view import SquallContainer
-
-    out = []
-    for name in [only] if only else state.names(Kind.EXECUTION_STATE):
-        execution = state.get(Kind.EXECUTION_STATE, name)
-        plan, topology = state.get(Kind.PACKING_PLAN, name), state.get(Kind.TOPOLOGY, name)
-        if execution is None or plan is None or topology is None or execution.cluster != "yarn":
-            continue
-        config = topology_config(topology)
-        resources = {c.id: c.resources for c in plan.containers} | {0: tmaster_container_resources(config)}
-        for m in state.members(Kind.CONTAINER, name):
-            record = state.get(Kind.CONTAINER, member(name, m))
-            if record is None or record.container not in resources:
-                continue
-            memory, vcores = normalise(resources[record.container], config)
-            out.append(SquallContainer(name, record.container, record.host, memory, vcores,
-                                       record.skein_container or ""))
-    return out
-
-
 def _view(args: argparse.Namespace, state: StateManager, only: str = "") -> tuple:
     from squall.yarn.client import rm_client
     from squall.yarn.view import fetch_view
@@ -71,27 +48,10 @@ def _view(args: argparse.Namespace, state: StateManager, only: str = "") -> tupl
 def cmd_cluster(args: argparse.Namespace) -> int:
     with open_state_manager(args.config_path) as state:
         view, _ = _view(args, state)
-    nodes = []
-    for n in view.nodes:
-        r, free, balance = n.report, n.pool.free(), n.balance()
-        nodes.append({
-            "host": n.host, "rack": r.rack, "labels": list(r.labels),
-            "capacity": {"vcores": r.capacity_vcores, "mb": r.capacity_mb},
-            "allocated": {"vcores": r.used_vcores, "mb": r.used_mb},
-            "squall": {"vcores": n.squall.cpu, "mb": n.squall.ram_mb},
-            "others": {"vcores": r.used_vcores - n.squall.cpu, "mb": r.used_mb - n.squall.ram_mb},
-            "measured": {"vcores": r.measured_cpu, "mb": r.measured_mb},
-            "pool": {"vcores": round(free.cpu, 2), "mb": round(free.ram_mb)},
-            "balance": {"vcores": round(balance.cpu, 2), "mb": round(balance.ram_mb)},
-            "state": "overloaded" if n.pool.overloaded else ("over" if n.over() else "ok"),
-        })
-    owners = {o: {"vcores": a.cpu, "mb": a.ram_mb} for o, a in view.by_owner.items()}
-    queues = [{"queue": q.name, "scheduler": q.kind, "capacity_pct": q.capacity, "absolute_capacity_pct":
-               q.absolute_capacity, "max_capacity_pct": q.max_capacity, "used_pct": q.used_capacity,
-               "absolute_used_pct": q.absolute_used, "used_mb": q.used_mb, "used_vcores": q.used_vcores}
-              for q in view.queues]
+    data = view_json(view)
+    nodes, owners, queues = data["nodes"], data["allocated_by"], data["queues"]
     if args.json:
-        print_json({"nodes": nodes, "allocated_by": owners, "queues": queues})
+        print_json(data)
         return 0
 
     def pair(d: dict) -> str:

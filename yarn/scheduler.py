@@ -275,6 +275,17 @@ class YarnScheduler(Scheduler):
         return out
 
 
+    def cluster(self, config: Mapping[str, Any]) -> Optional[dict]:
+        """``squall cluster --json``: the ResourceManager's nodes, queues and applications, and where Squall's
+        containers are (None without a ResourceManager address; a YarnError when it does not answer)."""
+        from squall.yarn.view import fetch_view, squall_containers, view_json
+
+        rm = rm_client(config)
+        if rm is None:
+            return None
+        return view_json(fetch_view(rm, squall_containers(self.state), config))
+
+
 def state_file_of(run_dir: str) -> str:
     return os.path.join(run_dir, "state.json")
 

@@ -14,6 +14,9 @@ files in, a validated ``skein.ApplicationSpec`` out.
   node loss, so Skein always relaunches a failed container and Squall's
   restart policy (the application driver) decides when one fails the
   topology.
+- Container 0 also runs the UI (``squall.ui.yarn``): ``squall.ui.container``
+  adds it to the Skein application's web UI as the page ``squall``, so the
+  application's tracking URL leads to it (docs/ui.md).
 - The application master runs Squall's application driver
   (``squall.yarn.driver``) as its script: it applies the restart policy to
   containers and ends the application when the topology is killed or failed.
@@ -36,6 +39,7 @@ from squall.yarn.staging import STATE_KEY, TOPOLOGY_KEY, Staged
 
 TMASTER_SERVICE = "tmaster"
 EXECUTOR_LOG = "executor.log"
+UI_LOG = "ui.log"
 
 
 @dataclass(frozen=True)
@@ -78,14 +82,21 @@ def services_of(shapes: list) -> dict:
     return {cid: s.name for s in shapes for cid in s.containers}
 
 
-def executor_script(topology: str, service: str, env: PythonEnvironment) -> str:
-    """The service's script: claim a container id of ``service`` and run its executor."""
+def executor_script(topology: str, service: str, env: PythonEnvironment, ui: bool = False) -> str:
+    """The service's script: claim a container id of ``service`` and run its executor; with ``ui``
+    (container 0, ``squall.ui.yarn``) start the UI beside it, a page of the Skein application
+    (``squall.ui.container``: it ends with the executor or its topology)."""
+    ui_lines = [
+        f"{shlex.quote(env.python)} -m squall.ui.container --topology {shlex.quote(topology)} "
+        f'--state "$PWD/{STATE_KEY}" >> "$log_dir/{UI_LOG}" 2>&1 &',
+    ] if ui else []
     lines = [
         f"# Squall topology {topology}: this container claims a free container id of service {service}",
         "set -e",
         f'export PYTHONPATH="$PWD/{TOPOLOGY_KEY}${{PYTHONPATH:+:$PYTHONPATH}}"',
         'log_dir="${LOG_DIRS%%,*}"',
         *env.setup_lines(),
+        *ui_lines,
         f"exec {shlex.quote(env.python)} -m squall.runtime.executor --topology {shlex.quote(topology)} "
         f'--service {shlex.quote(service)} --state "$PWD/{STATE_KEY}" --log-dir "$log_dir" '
         f'>> "$log_dir/{EXECUTOR_LOG}" 2>&1',
@@ -129,7 +140,8 @@ def build_spec(
             if placement is not None else []
         services[shape.name] = skein.Service(
             resources=skein.Resources(memory=shape.memory_mb, vcores=shape.vcores),
-            script=executor_script(topology, shape.name, env),
+            script=executor_script(topology, shape.name, env,
+                                   ui=shape.name == TMASTER_SERVICE and bool(config["squall.ui.yarn"])),
             instances=len(shape.containers),
             files=_files(staged, with_topology=True),
             max_restarts=-1,

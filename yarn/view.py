@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from squall.packing import Amount, NodePool, PoolSample
+from squall.state import Kind, StateManager, member
 
 OWNERS = ("squall", "spark", "other")
 
@@ -110,3 +111,50 @@ def moves(view: ClusterView, containers: list) -> list:
         here = [c for c in containers if c.host == node.host]
         out += sorted(here, key=lambda c: (-c.memory_mb, -c.vcores, c.container))
     return out
+
+
+def squall_containers(state: StateManager, only: str = "") -> list:
+    """Every container of the YARN topologies in ``state`` (or of topology ``only``), with its shape."""
+    from squall.logical import topology_config
+    from squall.packing import normalise, tmaster_container_resources
+
+    out = []
+    for name in [only] if only else state.names(Kind.EXECUTION_STATE):
+        execution = state.get(Kind.EXECUTION_STATE, name)
+        plan, topology = state.get(Kind.PACKING_PLAN, name), state.get(Kind.TOPOLOGY, name)
+        if execution is None or plan is None or topology is None or execution.cluster != "yarn":
+            continue
+        config = topology_config(topology)
+        resources = {c.id: c.resources for c in plan.containers} | {0: tmaster_container_resources(config)}
+        for m in state.members(Kind.CONTAINER, name):
+            record = state.get(Kind.CONTAINER, member(name, m))
+            if record is None or record.container not in resources:
+                continue
+            memory, vcores = normalise(resources[record.container], config)
+            out.append(SquallContainer(name, record.container, record.host, memory, vcores,
+                                       record.skein_container or ""))
+    return out
+
+
+def view_json(view: ClusterView) -> dict:
+    """The view as data: ``squall cluster --json`` and the UI's cluster page."""
+    nodes = []
+    for n in view.nodes:
+        r, free, balance = n.report, n.pool.free(), n.balance()
+        nodes.append({
+            "host": n.host, "rack": r.rack, "labels": list(r.labels),
+            "capacity": {"vcores": r.capacity_vcores, "mb": r.capacity_mb},
+            "allocated": {"vcores": r.used_vcores, "mb": r.used_mb},
+            "squall": {"vcores": n.squall.cpu, "mb": n.squall.ram_mb},
+            "others": {"vcores": r.used_vcores - n.squall.cpu, "mb": r.used_mb - n.squall.ram_mb},
+            "measured": {"vcores": r.measured_cpu, "mb": r.measured_mb},
+            "pool": {"vcores": round(free.cpu, 2), "mb": round(free.ram_mb)},
+            "balance": {"vcores": round(balance.cpu, 2), "mb": round(balance.ram_mb)},
+            "state": "overloaded" if n.pool.overloaded else ("over" if n.over() else "ok"),
+        })
+    owners = {o: {"vcores": a.cpu, "mb": a.ram_mb} for o, a in view.by_owner.items()}
+    queues = [{"queue": q.name, "scheduler": q.kind, "capacity_pct": q.capacity, "absolute_capacity_pct":
+               q.absolute_capacity, "max_capacity_pct": q.max_capacity, "used_pct": q.used_capacity,
+               "absolute_used_pct": q.absolute_used, "used_mb": q.used_mb, "used_vcores": q.used_vcores}
+              for q in view.queues]
+    return {"nodes": nodes, "allocated_by": owners, "queues": queues}

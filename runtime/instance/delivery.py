@@ -303,4 +303,5 @@ def _wrong_fields(up: Any, stream: Optional[str], source: Any, values: Any) -> R
 def _user_error(up: Any, down: Any) -> UserError:
     log.exception("task %d (%s): process() raised on a tuple from task %d (%s)", down.task_id, down.component_name,
                   up.task_id, up.component_name)
+    down.errors.record("process()")
     return UserError(f"task {down.task_id} ({down.component_name}) raised")

@@ -195,12 +195,16 @@ class _Loop:
             now = time.monotonic()
             flush_due = now >= timers.next_flush
             if inst.on_timers(now):
-                wall = time.time()
-                self.metrics.send(inst.metrics_rows(wall, wall - self.last_metrics_wall, self.unread_bytes(),
-                                                    time.perf_counter()))
-                self.last_metrics_wall = wall
+                self.send_metrics()
             if flush_due:
                 self.send_out()
+
+    def send_metrics(self) -> None:
+        """The bucket's rows, to the container's metrics manager."""
+        wall = time.time()
+        self.metrics.send(self.inst.metrics_rows(wall, wall - self.last_metrics_wall, self.unread_bytes(),
+                                                 time.perf_counter()))
+        self.last_metrics_wall = wall
 
     def drain(self) -> None:
         """After SIGTERM (bolts): handle what is still in, or on its way to, the socket, until it has
@@ -277,9 +281,17 @@ def run(env: Any) -> int:
     except ProtocolError as e:
         log.error("task %d: %s; exiting so the executor restarts it", task, e)
         return 1
-    except UserError as e:  # a chained task's process() raised: logged with its traceback where it did
-        log.error("%s; exiting so the executor restarts the chain", e)
-        return 1
+    except Exception as e:  # from user code (next_tuple, initialize, process without auto_fail): the task exits
+        if not isinstance(e, UserError):  # a chain member's is recorded where it was raised
+            getattr(inst, "head", inst).errors.record("uncaught: the task exited")
+        try:
+            loop.send_metrics()  # the error reaches the topology master before the executor restarts the task
+        except OSError as lost:
+            log.warning("task %d: the row with its error was not sent: %s", task, lost)
+        if isinstance(e, UserError):  # logged with its traceback where it was raised
+            log.error("%s; exiting so the executor restarts the chain", e)
+            return 1
+        raise
     finally:
         inst.close()
         loop.conn.close()

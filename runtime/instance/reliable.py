@@ -190,6 +190,7 @@ class ReliableBoltInstance(BoltInstance):
         """``auto_fail``: process() raised on ``tup``, which fails (its trees are replayed)."""
         FAILED_TUPLES.warning("task %d: process() raised; the tuple fails and its tree is replayed",
                               self.task_id, exc_info=True)
+        self.errors.record("process(): the tuple failed")
         self.fail_tuple(tup)
 
     # emits ---------------------------------------------------------------------------

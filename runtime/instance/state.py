@@ -21,6 +21,7 @@ from squall.idl import schema
 from squall.runtime.instance.batch import Batch
 from squall.runtime.protocol import ACK, CONTROL, DATA, ProtocolError, data_frame, decode_control, frame_count
 from squall.runtime.routing import RoutingError, build_routes, str_key_cache
+from squall.runtime.user_errors import UserErrors
 
 log = logging.getLogger("squall.runtime.instance")
 
@@ -89,6 +90,7 @@ class InstanceState:
         self._packb = msgpack.Packer(use_bin_type=True).pack
         self._emits = [0]
         self.chained = chained  # consumer -> its task in this process (a chain): every tuple for it goes there
+        self.errors = UserErrors()  # raised in user code this bucket: reported in the metrics row
         self.reset_metrics()
         self.init_role()
         spec = find_component(topology, component_name)
@@ -139,12 +141,14 @@ class InstanceState:
         time so far counts in this bucket), ``unread_bytes`` what waits in the socket and reader."""
         queue_depth = self.queue_depth(unread_bytes)
         user = self.role_metrics(clock)
+        self.errors.report(user)
         if self.context is not None:
             for name, (metric, _bucket) in self.context.metrics.items():
                 try:
                     user[name] = metric.get_value_and_reset()
                 except Exception:
                     log.exception("user metric %r failed", name)
+                    self.errors.record(f"metric {name!r}")
         try:
             user_json = json.dumps(user, default=str)
         except (TypeError, ValueError):

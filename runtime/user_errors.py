@@ -1,0 +1,59 @@
+"""Exceptions raised in a task's user code, kept for its metrics rows.
+
+A task's instance holds one ``UserErrors``. Where the runtime already catches
+an exception from user code (a bolt's ``process()`` under ``auto_fail``, a
+chain member's ``process()``, a user metric, the exception that ends the
+task), it calls ``record`` inside the ``except`` block. The next metrics row
+carries what was recorded in its bucket in ``user`` (``report``):
+``__errors``, a list of ``{"time", "where", "error", "traceback"}`` (at most
+``PER_BUCKET`` of them: a bolt that raises on every tuple formats a few
+tracebacks a bucket, not one per tuple) and ``__error-count`` (every error
+of the bucket, kept or not). The topology master keeps each task's last
+errors from those rows (``runtime/metrics_store.py``); the metrics files keep
+them all.
+"""
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+
+PER_BUCKET = 5  # errors a task formats and reports per metrics bucket; the rest are only counted
+TRACEBACK_FRAMES = 6  # the innermost frames kept: the user's code, not the runtime's loop around it
+TEXT_LIMIT = 2000  # characters of the error line and of the traceback kept
+
+
+class UserErrors:
+    """The errors of one task's current bucket."""
+
+    __slots__ = ("kept", "count")
+
+    def __init__(self) -> None:
+        self.kept: list = []
+        self.count = 0
+
+    def record(self, where: str) -> None:
+        """The exception being handled (call it in an ``except`` block) was raised in user code at
+        ``where`` (``"process()"``, ``"next_tuple()"``, ...)."""
+        self.count += 1
+        if len(self.kept) >= PER_BUCKET:
+            return
+        kind, error, tb = sys.exc_info()
+        if error is None:
+            return
+        frames = traceback.format_tb(tb)[-TRACEBACK_FRAMES:]
+        self.kept.append({
+            "time": time.time(),
+            "where": where,
+            "error": "".join(traceback.format_exception_only(kind, error)).strip()[:TEXT_LIMIT],
+            "traceback": "".join(frames)[-TEXT_LIMIT:],
+        })
+
+    def report(self, user: dict) -> None:
+        """Add the bucket's errors to a metrics row's ``user`` dict, and start a new bucket."""
+        if self.count:
+            user["__errors"] = self.kept
+            user["__error-count"] = self.count
+            self.kept = []
+            self.count = 0
+
