@@ -12,7 +12,7 @@ from squall.packing.chained import check_together, expand, fuse
 from squall.packing.build import build_plan
 from squall.packing.errors import PackingError
 from squall.packing.fit import first_fit, round_robin_fit
-from squall.packing.request import Request, build_request, config_res, instance_order, topological_order
+from squall.packing.request import CAP_KEYS, Request, build_request, config_res, instance_order, topological_order
 from squall.packing.roundrobin import check_capacity, fewest_round_robin, round_robin, spread
 from squall.packing.validate import check_plan
 
@@ -87,6 +87,12 @@ def place_new(request: Request, bins: Bins, instances: Mapping[str, list], fresh
 
 def _groups(request: Request, order: list, instances: Mapping[str, list]) -> list:
     return [(c.size, instances[c.name]) for c in order if instances.get(c.name)]
+
+
+def container_cap(config: Mapping[str, Any], granularity: str) -> Any:
+    """The largest container the packing makes at ``granularity`` (Thrift Resources):
+    ``squall.container.max.*`` per task, the worker size per worker."""
+    return config_res(config, CAP_KEYS[granularity]).to_thrift()
 
 
 def tmaster_container_resources(config: Optional[Mapping[str, Any]] = None) -> Any:

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Mapping, Optional
 
+from squall.chaining import chains
 from squall.conf import Config
 from squall.idl import replace
-from squall.chaining import chains
 from squall.packing.bins import Bins
 from squall.packing.chained import TaskIds, check_together, expand, fuse, units_of_plan
 from squall.packing.build import build_plan
@@ -286,6 +286,22 @@ def _new_instances(bins: Bins, displaced: list, plan: Any, par: Mapping[str, int
                 max_task += 1
                 new[name].append((name, max_task, index))
     return new
+
+
+def renumber_containers(topology: Any, plan: Any, ids: Mapping[int, int], base: Optional[Config] = None) -> Any:
+    """``plan`` with containers ``ids`` maps given new ids (the same instances in each): a scheduler
+    that cannot grow a container in place moves it whole to a new one."""
+    request = build_request(topology, base, plan.algorithm, plan.granularity)
+    assignment = []
+    for c in plan.containers:
+        used = Res()
+        for i in c.instances:
+            used = used + Res.from_thrift(i.resources)
+        assignment.append((ids.get(c.id, c.id), [(i.id.component, i.id.task_id, i.id.component_index)
+                                                 for i in c.instances], used))
+    renumbered = build_plan(request, assignment)
+    check_plan(request, renumbered)
+    return renumbered
 
 
 def diff_plans(old: Any, new: Any) -> PlanDiff:

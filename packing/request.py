@@ -19,7 +19,7 @@ from squall.packing.resources import Res
 ALGORITHMS = ("auto", "roundrobin", "rcrr", "ffd")
 GRANULARITIES = ("task", "worker")
 
-_CAP_KEYS = {
+CAP_KEYS = {
     "task": ("squall.container.max.cpu", "squall.container.max.ram.mb", "squall.container.max.disk.mb"),
     "worker": ("squall.worker.cpu", "squall.worker.ram.mb", "squall.worker.disk.mb"),
 }
@@ -132,7 +132,7 @@ def build_request(
     config = topology_config(topology, base)
     algorithm = choose(algorithm, config, "squall.packing.algorithm", ALGORITHMS)
     granularity = choose(granularity, config, "squall.packing.granularity", GRANULARITIES)
-    cap_keys = _CAP_KEYS[granularity]
+    cap_keys = CAP_KEYS[granularity]
     cap = config_res(config, cap_keys)
     daemons = config_res(config, ("squall.stmgr.cpu", "squall.stmgr.ram.mb", "squall.stmgr.disk.mb")) + config_res(
         config, ("squall.metricsmgr.cpu", "squall.metricsmgr.ram.mb", "squall.metricsmgr.disk.mb")

@@ -64,6 +64,11 @@ class Scheduler(ABC):
     def check_update(self, execution_state: Any, current: Any, proposed: Any) -> None:
         """Refuse, before the new plan is written, an update this scheduler cannot carry out."""
 
+    def fit_update(self, execution_state: Any, topology: Any, current: Any, proposed: Any, base: Any) -> Any:
+        """``proposed`` as this scheduler can carry it out (on YARN a container that outgrew its YARN
+        container moves whole to a new one): the plan shown and applied."""
+        return proposed
+
     def describe(self, topology: Any, plan: Any, config: Mapping[str, Any], run_dir: str) -> str:
         """What ``on_schedule`` would launch, as text (``submit --dry-run``); writes nothing."""
         raise SchedulerError(f"--dry-run: the {type(self).__name__} has no launch description")

@@ -1,11 +1,13 @@
 """The runtime manager: kill, activate, deactivate, restart and update a running topology."""
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any, Optional
 
 from squall.conf import Config
 from squall.errors import SquallError
+from squall.packing import diff_plans
 from squall.scheduler.changes import PlannedUpdate, TopologyUpdate, plan_update
 from squall.scheduler.launcher import make_scheduler
 from squall.state import AlreadyExists, Kind, StateManager
@@ -92,9 +94,19 @@ def wait_up(state: StateManager, name: str, timeout: float, after: str) -> None:
 
 
 def plan(state: StateManager, name: str, change: TopologyUpdate, base: Config) -> PlannedUpdate:
-    """The new plan ``change`` gives the running topology, and its difference; nothing is written."""
-    running(state, name)
-    return plan_update(name, state.get(Kind.TOPOLOGY, name), state.get(Kind.PACKING_PLAN, name), change, base)
+    """The new plan ``change`` gives the running topology (as its scheduler can carry it out), and its
+    difference; nothing is written."""
+    execution = running(state, name)
+    return _planned(state, name, execution, change, base)
+
+
+def _planned(state: StateManager, name: str, execution: Any, change: TopologyUpdate, base: Config) -> PlannedUpdate:
+    planned = plan_update(name, state.get(Kind.TOPOLOGY, name), state.get(Kind.PACKING_PLAN, name), change, base)
+    fitted = make_scheduler(execution.cluster, state).fit_update(execution, planned.topology, planned.current,
+                                                                 planned.proposed, base)
+    if fitted is planned.proposed:
+        return planned
+    return dataclasses.replace(planned, proposed=fitted, diff=diff_plans(planned.current, fitted))
 
 
 def update(state: StateManager, name: str, change: TopologyUpdate, base: Config, timeout: float = 60.0) -> Any:
@@ -103,8 +115,7 @@ def update(state: StateManager, name: str, change: TopologyUpdate, base: Config,
     plan is connected. Returns the ``PlannedUpdate``."""
     execution = running(state, name)
     with _Locked(state, name):
-        planned = plan_update(name, state.get(Kind.TOPOLOGY, name), state.get(Kind.PACKING_PLAN, name), change,
-                              base)
+        planned = _planned(state, name, execution, change, base)
         scheduler = make_scheduler(execution.cluster, state)
         scheduler.check_update(execution, planned.current, planned.proposed)
         state.put(Kind.TOPOLOGY, name, planned.topology)

@@ -32,14 +32,14 @@ from typing import Any, Mapping, Optional
 
 from squall.idl import schema
 from squall.logical import topology_config
-from squall.packing import normalise
+from squall.packing import normalise, renumber_containers
 from squall.packing.errors import PackingError
 from squall.scheduler.base import LaunchOptions, Scheduler, SchedulerError
 from squall.state import Kind, StateManager, member
 from squall.yarn.client import application, check_reachable, hadoop_conf, rm_client, skein_client
 from squall.yarn.environment import PythonEnvironment
 from squall.yarn.errors import YarnError
-from squall.yarn.spec import TMASTER_SERVICE, build_spec, parse_service, service_shapes, services_of
+from squall.yarn.spec import TMASTER_SERVICE, build_spec, parse_service, service_shapes, services_of, spare_shape
 from squall.yarn.staging import Staged, topology_archive
 
 log = logging.getLogger(__name__)
@@ -221,7 +221,7 @@ class YarnScheduler(Scheduler):
         name = execution_state.topology_name
         config = self._config(name)
         services = dict(self._location(name).services or {})
-        shapes = {svc: parse_service(svc) for svc in set(services.values()) if svc != TMASTER_SERVICE}
+        shapes = self._shapes(services, proposed, config)
         out = {0: services[0]}
         for c in sorted(proposed.containers, key=lambda c: c.id):
             memory, vcores = normalise(c.resources, config)
@@ -239,6 +239,39 @@ class YarnScheduler(Scheduler):
                                      f"YARN containers ({svc}); kill and submit the topology again")
             out[c.id] = svc
         return out
+
+    @staticmethod
+    def _shapes(services: dict, plan: Any, config: Any) -> dict:
+        """service -> (memory MB, vcores) of the running application's container services (the spare
+        one included: ``spec.spare_shape``)."""
+        shapes = {svc: parse_service(svc) for svc in set(services.values()) if svc != TMASTER_SERVICE}
+        spare = spare_shape(plan, config)
+        shapes.setdefault(spare.name, (spare.memory_mb, spare.vcores))
+        return shapes
+
+    def fit_update(self, execution_state: Any, topology: Any, current: Any, proposed: Any, base: Any) -> Any:
+        """A YARN container cannot grow: a container of ``proposed`` that outgrew its service's shape
+        moves whole to a new container id, which the update adds to a service that holds it (the spare
+        one at the container cap if no other does); the old one retires as a removed one does."""
+        name = execution_state.topology_name
+        config = self._config(name)
+        services = dict(self._location(name).services or {})
+        shapes = self._shapes(services, proposed, config)
+        next_id = max([c.id for c in current.containers] + [c.id for c in proposed.containers]) + 1
+        moves = {}
+        for c in sorted(proposed.containers, key=lambda c: c.id):
+            svc = services.get(c.id)
+            if svc is None:
+                continue
+            memory, vcores = normalise(c.resources, config)
+            if memory > shapes[svc][0] or vcores > shapes[svc][1]:
+                moves[c.id] = next_id
+                next_id += 1
+        if not moves:
+            return proposed
+        log.info("containers %s outgrew their YARN containers: they move to %s", sorted(moves),
+                 [moves[c] for c in sorted(moves)])
+        return renumber_containers(topology, proposed, moves, base)
 
     def check_update(self, execution_state: Any, current: Any, proposed: Any) -> None:
         self._new_services(execution_state, proposed)

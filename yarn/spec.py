@@ -33,7 +33,7 @@ from typing import Any, Mapping, Optional
 
 import skein
 
-from squall.packing import PackingError, normalise, tmaster_container_resources, yarn_shapes
+from squall.packing import PackingError, container_cap, normalise, tmaster_container_resources, yarn_shapes
 from squall.yarn.environment import ENVIRONMENT_KEY, PythonEnvironment
 from squall.yarn.staging import STATE_KEY, TOPOLOGY_KEY, Staged
 
@@ -74,7 +74,21 @@ def service_shapes(plan: Any, config: Mapping[str, Any]) -> list:
     for shape in yarn_shapes(plan, config).shapes:
         out.append(ServiceShape(shape_service(shape.memory_mb, shape.vcores), shape.memory_mb, shape.vcores,
                                 shape.containers))
+    spare = spare_shape(plan, config)
+    if all(s.name != spare.name for s in out):
+        out.append(spare)
     return out
+
+
+def spare_shape(plan: Any, config: Mapping[str, Any]) -> ServiceShape:
+    """The service of the largest container the packing can make (``squall.container.max.*``, or the
+    worker size), within YARN's maximum allocation, with no container at submit: an update can add a
+    container of any shape into it (Skein cannot add services to a running application). It costs
+    nothing until used."""
+    memory, vcores = normalise(container_cap(config, plan.granularity), config)
+    memory = min(memory, config["squall.yarn.max.allocation.mb"])
+    vcores = min(vcores, config["squall.yarn.max.allocation.vcores"])
+    return ServiceShape(shape_service(memory, vcores), memory, vcores, ())
 
 
 def services_of(shapes: list) -> dict:

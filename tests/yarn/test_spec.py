@@ -11,7 +11,8 @@ from squall.packing.pool import Amount, NodePool
 from squall.yarn.environment import PythonEnvironment
 from squall.yarn.errors import YarnError
 from squall.yarn.scheduler import checked_shapes
-from squall.yarn.spec import TMASTER_SERVICE, build_spec, parse_service, service_shapes, services_of, shape_service
+from squall.yarn.spec import (TMASTER_SERVICE, build_spec, parse_service, service_shapes, services_of, shape_service,
+                              spare_shape)
 from squall.yarn.staging import Staged, topology_archive
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "packing"))
@@ -45,6 +46,8 @@ def test_services_match_the_normalised_plan_exactly(algorithm, granularity):
 
     expected = {shape_service(s.memory_mb, s.vcores): (s.memory_mb, s.vcores, len(s.containers))
                 for s in yarn_shapes(plan, cfg).shapes}
+    spare = spare_shape(plan, cfg)  # the largest container's shape, with no container (if not there already)
+    expected.setdefault(spare.name, (spare.memory_mb, spare.vcores, 0))
     got = {name: (s.resources.memory, s.resources.vcores, s.instances) for name, s in spec.services.items()
            if name != TMASTER_SERVICE}
     assert got == expected
@@ -80,7 +83,9 @@ def test_merged_shapes_give_at_most_max_shapes_services():
     cfg = config(**{"squall.yarn.max.shapes": 1})
     plan = pack(topology(), algorithm="ffd")
     spec = build_spec("t", plan, cfg, STAGED, ENV)
-    assert len(spec.services) == 2
+    with_containers = [name for name, s in spec.services.items() if s.instances and name != TMASTER_SERVICE]
+    assert len(with_containers) == 1  # besides the topology master's, and the spare one (no container)
+    assert len(spec.services) <= 3
     assert sum(s.instances for s in spec.services.values()) == len(plan.containers) + 1
 
 
@@ -145,3 +150,40 @@ def test_topology_archive_holds_the_folder_without_hidden_files(tmp_path):
     path = topology_archive(str(src / "wc.py"), str(tmp_path / "out"))
     with tarfile.open(path) as tar:
         assert sorted(tar.getnames()) == ["helpers.py", "wc.py"]
+
+
+def test_the_spec_has_a_spare_service_at_the_container_cap_with_no_container():
+    plan = pack(topology(), algorithm="ffd", granularity="task")
+    shapes = service_shapes(plan, config())
+    spare = shapes[-1]
+    assert spare.containers == () and (spare.memory_mb, spare.vcores) == (8192, 4)  # squall.container.max.*
+    spec = build_spec("t", plan, config(), STAGED, ENV)
+    assert spec.services[spare.name].instances == 0
+    # within YARN's maximum allocation
+    small = spare_shape(plan, config(**{"squall.yarn.max.allocation.mb": 4096, "squall.yarn.max.allocation.vcores": 2}))
+    assert (small.memory_mb, small.vcores) == (4096, 2)
+
+
+def test_an_update_moves_a_container_that_outgrew_its_yarn_container_to_a_new_one(tmp_path):
+    from squall.idl import schema
+    from squall.packing import repack, with_component_config
+    from squall.state import Kind, LocalStateManager
+    from squall.yarn.scheduler import YarnScheduler
+
+    t = topology()
+    plan = pack(t, algorithm="ffd", granularity="task")
+    state = LocalStateManager(str(tmp_path / "state"))
+    state.put(Kind.TOPOLOGY, "t", t)
+    shapes = service_shapes(plan, dict(base_config()))
+    state.put(Kind.SCHEDULER, "t", schema.SchedulerLocation(
+        topology_name="t", scheduler="yarn", host="h", executor_pids={}, services=services_of(shapes)))
+    execution = schema.ExecutionState(topology_name="t", run_id="r", run_dir=str(tmp_path), submit_time=0.0,
+                                      submitter="u", status=schema.TopologyStatus.RUNNING, secret="s", cluster="yarn")
+    bigger = with_component_config(t, {"count": {"squall.component.ram.mb": 1800}})
+    proposed, _ = repack(bigger, plan, {})
+    fitted = YarnScheduler(state).fit_update(execution, bigger, plan, proposed, None)
+    moved = {c.id for c in proposed.containers} - {c.id for c in fitted.containers}
+    assert moved, "a container that outgrew its shape kept its id"
+    assert min({c.id for c in fitted.containers} - {c.id for c in proposed.containers}) > max(c.id for c in plan.containers)
+    unchanged = YarnScheduler(state).fit_update(execution, t, plan, plan, None)
+    assert unchanged is plan
