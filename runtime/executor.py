@@ -70,6 +70,7 @@ class ProcessSpec:
     name: str
     role: str
     task: Optional[int] = None
+    tasks: tuple = ()  # every task the process runs: ``task`` and the rest of its chain
 
     @property
     def log_file(self) -> str:
@@ -96,8 +97,9 @@ def wanted_processes(container_id: int, container_plan: Any, tmasters: int = 1, 
         for i in sorted(container_plan.instances, key=lambda i: i.id.task_id):
             task = i.id.task_id
             if task not in members:
-                specs.append(ProcessSpec(instance_process(task, i.id.component, chained.get(task, ())), "instance",
-                                         task))
+                chain = chained.get(task, ())
+                specs.append(ProcessSpec(instance_process(task, i.id.component, chain), "instance", task,
+                                         tuple(t for _, t in chain) or (task,)))
     return {s.name: s for s in specs}
 
 
@@ -262,9 +264,12 @@ class Executor:
         passed, or after a deadline."""
         current = {n: c.spec for n, c in self.children.items()}
         start, stop = diff(current, wanted)
+        taken = {t for s in start for t in s.tasks}
         for name in stop:
             child = self.children.pop(name)
-            if plan_id is None:
+            if plan_id is None or taken.intersection(child.spec.tasks):
+                # a task runs in one process at a time: two would take turns at the stream manager, and
+                # a spout would emit twice (a chain split, a process resized in place)
                 self.terminate([child])
             else:
                 log.info("%s left the packing plan; stopping it %.1fs after plan %s is running", name,

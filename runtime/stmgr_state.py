@@ -81,14 +81,15 @@ _unpack_dest_count = DEST_COUNT.unpack_from
 # ------------------------------------------------------------------ identities
 @dataclass(frozen=True, slots=True)
 class LocalTask:
-    """A local instance's connection. Its identity is its task: a task that
-    connects again replaces its earlier connection. A process running a chain
-    connects once for all its tasks: ``members`` lists them, ``(task,
-    component)``, its own first."""
+    """A local instance's connection, known by its task and process: the same
+    process connecting again replaces its earlier connection, and a task
+    another process connects for goes to that one (``local``). A process
+    running a chain connects once for all its tasks: ``members`` lists them,
+    ``(task, component)``, its own first."""
 
     task: int
     component: str = field(compare=False)
-    pid: int = field(compare=False)
+    pid: int
     members: tuple = field(default=(), compare=False)
 
     @property
@@ -391,7 +392,7 @@ class StreamManagerState:
             for t, _ in who.tasks:
                 old = self.local.get(t)
                 if old is not None:
-                    log.warning("task %d connected again; its old connection is closed", t)
+                    log.warning("task %d connected again (pid %d, before pid %d)", t, who.pid, old.pid)
                     self._forget_local(old)
             for t, _ in who.tasks:
                 self.local[t] = who

@@ -21,6 +21,7 @@ import traceback
 PER_BUCKET = 5  # errors a task formats and reports per metrics bucket; the rest are only counted
 TRACEBACK_FRAMES = 6  # the innermost frames kept: the user's code, not the runtime's loop around it
 TEXT_LIMIT = 2000  # characters of the error line and of the traceback kept
+UNCAUGHT = "uncaught: the task exited"  # where an exception that ended its task (or its chain) was raised
 
 
 class UserErrors:

@@ -23,6 +23,7 @@ from squall.component import TupleBatch
 from squall.runtime.acking import Span
 from squall.runtime.instance.tuples import IDLE, AutoAckedTuple, ReceivedTuple
 from squall.runtime.routing import RoutingError
+from squall.runtime.user_errors import UNCAUGHT
 from squall.stream import DEFAULT_STREAM
 
 log = logging.getLogger("squall.runtime.instance")
@@ -303,5 +304,5 @@ def _wrong_fields(up: Any, stream: Optional[str], source: Any, values: Any) -> R
 def _user_error(up: Any, down: Any) -> UserError:
     log.exception("task %d (%s): process() raised on a tuple from task %d (%s)", down.task_id, down.component_name,
                   up.task_id, up.component_name)
-    down.errors.record("process()")
+    down.errors.record(UNCAUGHT)  # as an unchained task's: the chain exits
     return UserError(f"task {down.task_id} ({down.component_name}) raised")

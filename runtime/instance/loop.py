@@ -37,6 +37,7 @@ from squall.runtime.instance.delivery import UserError
 from squall.runtime.instance.make import make_instance
 from squall.runtime.metrics_sender import BlockingMetricsSender
 from squall.runtime.protocol import BlockingConnection, ProtocolError
+from squall.runtime.user_errors import UNCAUGHT
 from squall.supervision import RetryPolicy
 
 log = logging.getLogger("squall.runtime.instance")
@@ -283,7 +284,7 @@ def run(env: Any) -> int:
         return 1
     except Exception as e:  # from user code (next_tuple, initialize, process without auto_fail): the task exits
         if not isinstance(e, UserError):  # a chain member's is recorded where it was raised
-            getattr(inst, "head", inst).errors.record("uncaught: the task exited")
+            getattr(inst, "head", inst).errors.record(UNCAUGHT)
         try:
             loop.send_metrics()  # the error reaches the topology master before the executor restarts the task
         except OSError as lost:

@@ -37,6 +37,31 @@ def test_update_scales_a_bolt_up_and_down_with_exact_counts(cluster, tmp_path):
     cluster.squall("kill", "wc_update")
 
 
+def test_an_update_that_splits_a_chain_replaces_its_process_and_counts_stay_exact(cluster, tmp_path):
+    """sentences -> split run chained; split at parallelism 2 cannot be: the chain's process stops before
+    its tasks' new processes start (one process per task at a time), and the topology is RUNNING again."""
+    out = str(tmp_path / "out")
+    os.mkdir(out)
+    cluster.submit("wc_update", f"e2e.out.dir={out}")
+    shown = json.loads(cluster.squall("show", "wc_update", "--json")[0])
+    assert shown["chains"] == [["sentences", "split"]]
+    wait_until(lambda: sum(counted(out).values()) > 200, what="words to be counted")
+
+    cluster.squall("update", "wc_update", "--component-parallelism", "split=2")
+    shown = json.loads(cluster.squall("show", "wc_update", "--json")[0])
+    assert shown["status"] == "RUNNING" and shown["chains"] == []
+    state = LocalStateManager(os.path.join(cluster.home, "state"))
+    pids = {i.id.component: i.pid for i in state.get(Kind.PHYSICAL_PLAN, "wc_update").instances
+            if i.id.component in ("sentences", "split")}
+    assert pids["sentences"] != pids["split"]
+
+    expected = expected_words(1500)
+    wait_until(lambda: sum(counted(out).values()) >= sum(expected.values()), timeout=90, what="all words counted")
+    time.sleep(1.0)
+    assert counted(out) == expected
+    cluster.squall("kill", "wc_update")
+
+
 def test_update_past_the_container_caps_adds_containers_and_resizes_instances(cluster, tmp_path):
     out = str(tmp_path / "out")
     os.mkdir(out)

@@ -74,8 +74,10 @@ def frame(dest, size=0, count=0, ftype=None):
 
 
 # ------------------------------------------------------------------ identities
-def test_identities_are_typed_values_and_a_task_is_known_by_its_task_id():
-    assert LocalTask(1, "spout", 101) == LocalTask(1, "spout", 999)  # the same task, connected again
+def test_identities_are_typed_values_and_a_task_is_known_by_its_task_id_and_pid():
+    assert LocalTask(1, "spout", 101) == LocalTask(1, "spout", 101, ((1, "spout"),))  # the same process again
+    # another process for the task (restarted, or a chain split): sends to one never reach the other's connection
+    assert LocalTask(1, "spout", 101) != LocalTask(1, "spout", 999)
     assert LocalTask(1, "spout", 101) != LocalTask(2, "spout", 101)
     assert PeerOut(2) != PeerIn(2) and PeerOut(2) == PeerOut(2)
     assert len({SPOUT, BOLT, PeerOut(2), PeerIn(2), TMASTER}) == 5
@@ -487,5 +489,7 @@ def test_a_chain_connects_once_for_its_tasks_and_a_task_taken_over_stays_with_it
     sm.handle(Connected(alone, 1.0))
     assert sm.local == {1: alone, 2: chain}
     assert [(i.id.task_id, i.pid) for i in sm.registration().instances] == [(1, 201), (2, 101)]
+    [to_chain] = sm.handle(FramesArrived(PeerIn(2), [f], 1.5))  # task 2's frames still go to the chain's process
+    assert to_chain == Send(chain, f) and to_chain.who.pid == 101 and to_chain != Send(alone, f)
     sm.handle(Disconnected(chain, 2.0))  # the retired chain leaves: task 1 stays with its new process
     assert sm.local == {1: alone} and 1 in sm.queues

@@ -1,8 +1,10 @@
 """Word count with a slow spout, for scaling while it runs.
 
 Count tasks write ``count-<task>_<pid>.json`` on ticks and on close, so counts
-of tasks that are scaled away are kept. Config: ``e2e.out.dir``,
-``e2e.sentences``, ``e2e.sentences.per.sec`` (per spout task).
+of tasks that are scaled away are kept; the spout keeps its position in
+``spout-<task>.pos``, so a spout task restarted by an update (a chain split)
+goes on where it was. Config: ``e2e.out.dir``, ``e2e.sentences``,
+``e2e.sentences.per.sec`` (per spout task).
 """
 import json
 import os
@@ -18,7 +20,8 @@ class SlowSentences(Spout):
     outputs = ["sentence"]
 
     def initialize(self, config, context):
-        self.i = 0
+        self.position = os.path.join(config["e2e.out.dir"], f"spout-{context.get_task_id()}.pos")
+        self.i = int(open(self.position).read()) if os.path.exists(self.position) else 0
         self.limit = config["e2e.sentences"]
         self.interval = 1.0 / config["e2e.sentences.per.sec"]
         self.next_at = time.monotonic()
@@ -27,6 +30,9 @@ class SlowSentences(Spout):
         if self.i < self.limit and time.monotonic() >= self.next_at:
             self.emit([sentence(self.i)])
             self.i += 1
+            with open(self.position + ".tmp", "w") as f:
+                f.write(str(self.i))
+            os.replace(self.position + ".tmp", self.position)
             self.next_at += self.interval
 
 
