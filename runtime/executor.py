@@ -269,7 +269,7 @@ class Executor:
             child = self.children.pop(name)
             if plan_id is None or taken.intersection(child.spec.tasks):
                 # a task runs in one process at a time: two would take turns at the stream manager, and
-                # a spout would emit twice (a chain split, a process resized in place)
+                # a spout would emit twice (a chain an update splits)
                 self.terminate([child])
             else:
                 log.info("%s left the packing plan; stopping it %.1fs after plan %s is running", name,
