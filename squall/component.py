@@ -28,7 +28,30 @@ class TupleSource:
         self.index = {name: i for i, name in enumerate(self.fields)}
 
 
-class Tuple:
+class _FromSource:
+    """Where a tuple or a batch comes from, read off its ``TupleSource``."""
+
+    __slots__ = ()
+    source: TupleSource
+
+    @property
+    def component(self) -> str:
+        return self.source.component
+
+    @property
+    def stream(self) -> str:
+        return self.source.stream
+
+    @property
+    def task(self) -> int:
+        return self.source.task
+
+    @property
+    def fields(self) -> tuple:
+        return self.source.fields
+
+
+class Tuple(_FromSource):
     """One tuple as a bolt receives it.
 
     Values are reached by position (``tup[0]``), by field name (``tup["word"]``)
@@ -58,22 +81,6 @@ class Tuple:
         self.source = TupleSource(component, stream, task, fields)
         self.roots = roots
 
-    @property
-    def component(self) -> str:
-        return self.source.component
-
-    @property
-    def stream(self) -> str:
-        return self.source.stream
-
-    @property
-    def task(self) -> int:
-        return self.source.task
-
-    @property
-    def fields(self) -> tuple:
-        return self.source.fields
-
     def __getitem__(self, key: Union[int, str]) -> Any:
         if key.__class__ is str:
             try:
@@ -93,7 +100,7 @@ class Tuple:
         return f"Tuple({self.component}/{self.stream} task={self.task} values={list(self.values)!r})"
 
 
-class TupleBatch:
+class TupleBatch(_FromSource):
     """Tuples of one stream from one task, in arrival order: what ``Bolt.process_batch`` gets.
 
     ``values`` is the list of their values (``for word, count in batch.values``
@@ -109,22 +116,6 @@ class TupleBatch:
         self.values = values
         self.source = source
         self.roots = roots
-
-    @property
-    def component(self) -> str:
-        return self.source.component
-
-    @property
-    def stream(self) -> str:
-        return self.source.stream
-
-    @property
-    def task(self) -> int:
-        return self.source.task
-
-    @property
-    def fields(self) -> tuple:
-        return self.source.fields
 
     def __len__(self) -> int:
         return len(self.values)

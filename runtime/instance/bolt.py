@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Optional
+from typing import Optional
 
 import msgpack
 
-from squall.component import SYSTEM_COMPONENT, TICK_STREAM, Tuple, TupleBatch, TupleSource
+from squall.component import SYSTEM_COMPONENT, TICK_STREAM, Tuple, TupleSource
 from squall.runtime.instance.state import InstanceState
-from squall.runtime.instance.tuples import ReceivedTuple
+from squall.runtime.instance.tuples import process_run
 from squall.runtime.protocol import DATA_HEADER_SIZE, control_frame
 
 
@@ -52,21 +52,12 @@ class BoltInstance(InstanceState):
     def on_runs(self, src: int, comp: str, runs: list, arrived: float) -> int:
         """The runs ``[stream, values]`` of one frame from task ``src``: each tuple through process(),
         or each run through process_batch()."""
-        process = self.component.process
-        make = ReceivedTuple
+        component, batched = self.component, self.batched
         clock = time.perf_counter
         done = 0
         t_start = clock()
         for stream, vals in runs:
-            source = self.source(src, comp, stream)
-            if self.batched:
-                self.component.process_batch(TupleBatch(vals, source))
-            else:
-                for v in vals:
-                    tup = make()
-                    tup.values = v
-                    tup.source = source
-                    process(tup)
+            process_run(component, batched, vals, self.source(src, comp, stream))
             done += len(vals)
         self.account(done, t_start, clock(), arrived)
         return done

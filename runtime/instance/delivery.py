@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 from squall.component import TupleBatch
 from squall.runtime.acking import Span
-from squall.runtime.instance.tuples import IDLE, AutoAckedTuple, ReceivedTuple
+from squall.runtime.instance.tuples import IDLE, AutoAckedTuple, ReceivedTuple, process_run
 from squall.runtime.routing import RoutingError
 from squall.runtime.user_errors import UNCAUGHT
 from squall.stream import DEFAULT_STREAM
@@ -142,14 +142,7 @@ class Delivery:
                 calls += n
                 t0 = clock()
                 try:
-                    if batched:
-                        process_batch(TupleBatch(values_list, source))
-                    else:
-                        for values in values_list:
-                            tup = make()
-                            tup.values = values
-                            tup.source = source
-                            process(tup)
+                    process_run(down.component, batched, values_list, source)
                 except UserError:
                     raise
                 except Exception as e:

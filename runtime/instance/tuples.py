@@ -6,9 +6,9 @@ stores is the cheapest way to make a tuple (a third less than
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
-from squall.component import Tuple
+from squall.component import Tuple, TupleBatch, TupleSource
 from squall.runtime.acking import Roots
 
 
@@ -48,3 +48,19 @@ class TrackedTuple(Tuple):
 
 IDLE = TrackedTuple()  # ``current`` outside process(), or once the bolt acked or failed it
 IDLE.span = None
+
+
+def process_run(component: Any, batched: bool, values_list: list, source: TupleSource) -> None:
+    """At most once, a run of one stream's values from one task to a bolt: through ``process_batch``
+    whole, or ``process`` a tuple at a time (the receive loop of every unanchored bolt, and a
+    chain's ``emit_many``)."""
+    if batched:
+        component.process_batch(TupleBatch(values_list, source))
+        return
+    process = component.process
+    make = ReceivedTuple
+    for values in values_list:
+        tup = make()
+        tup.values = values
+        tup.source = source
+        process(tup)

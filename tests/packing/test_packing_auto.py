@@ -279,7 +279,6 @@ def test_what_the_search_proves_impossible_is_impossible():
 def test_the_search_tries_every_maximal_filling():
     """Its proofs rest on this: the fillings of a container holding the first
     component left are every maximal one, as brute force finds them."""
-    import itertools
     import random
 
     for seed in range(30):

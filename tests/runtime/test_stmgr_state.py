@@ -152,7 +152,7 @@ def test_a_restarted_stream_manager_holds_frames_until_a_plan_says_where_they_go
     local, remote, unknown = frame(2, size=1), frame(3, size=2), frame(9, size=3)
     assert sm.handle(FramesArrived(SPOUT, [local, remote, unknown], 0.0)) == []
     assert sm.dropped_frames == 0 and sm.held_bytes == len(local) + len(remote) + len(unknown)
-    out = set_plan(sm, {1: 1, 2: 1, 3: 2})
+    set_plan(sm, {1: 1, 2: 1, 3: 2})
     assert sm.held == {2: [local]} and sm.dropped_frames == 1  # task 9: no plan names it
     assert sm.peers[2].buffer == [remote]  # leaves once the link is up
     assert sent(sm.handle(Connected(PeerOut(2), 0.0)), PeerOut(2)) == [remote]
