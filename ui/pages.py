@@ -88,7 +88,7 @@ def router(ctx: UiContext) -> APIRouter:
         latency = {c: [(p["ts"], p["execute_latency_ms"]) for p in points] for c, points in data["series"].items()}
         return render(request, "topology.html", t=data, metric=metric, metrics=METRICS,
                       errors=views.grouped_errors(data["errors"]),
-                      dag=svg.dag(data["components"], values, labels, links),
+                      dag=svg.dag(data["components"], values, labels, links, data["chains"]),
                       rate_chart=svg.line_chart(rate, "tuples per second (spouts emitted, bolts executed)",
                                                 "tuples/s", now - span, now),
                       latency_chart=svg.line_chart(latency, "execute latency, mean per step", "ms", now - span, now))

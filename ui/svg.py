@@ -7,7 +7,7 @@ metric the operator chose.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from markupsafe import Markup, escape
 
@@ -103,9 +103,11 @@ def layers(components: list) -> dict:
     return column
 
 
-def dag(components: list, values: dict, labels: dict, links: dict) -> Markup:
+def dag(components: list, values: dict, labels: dict, links: dict, chains: Iterable = ()) -> Markup:
     """The logical plan: ``values`` (component -> 0..1 or None) colour the boxes, ``labels`` (component ->
-    text) go under each name, ``links`` (component -> URL) make the boxes links."""
+    text) go under each name, ``links`` (component -> URL) make the boxes links; the edges inside
+    ``chains`` (lists of component names run in one process) are drawn thick and labelled chained."""
+    chained = {(a, b) for chain in chains for a, b in zip(chain, chain[1:])}
     box_w, box_h, gap_x, gap_y, pad = 168, 58, 76, 22, 12
     column = layers(components)
     rows: dict = {}
@@ -128,12 +130,15 @@ def dag(components: list, values: dict, labels: dict, links: dict) -> Markup:
             (x1, y1), (x2, y2) = place[i["component"]], place[c["name"]]
             x1, y1, y2 = x1 + box_w, y1 + box_h / 2, y2 + box_h / 2
             mid = (x1 + x2) / 2
-            out.append(f'<path class="edge" d="M {x1:.0f} {y1:.0f} C {mid:.0f} {y1:.0f}, {mid:.0f} {y2:.0f}, '
-                       f'{x2:.0f} {y2:.0f}" fill="none" stroke="#555" stroke-width="1.5" marker-end="url(#arrow)">'
+            fused = (i["component"], c["name"]) in chained
+            label = "chained" if fused else i["grouping"]  # its grouping stays in the edge's title
+            out.append(f'<path class="edge{" chained" if fused else ""}" d="M {x1:.0f} {y1:.0f} C {mid:.0f} '
+                       f'{y1:.0f}, {mid:.0f} {y2:.0f}, {x2:.0f} {y2:.0f}" fill="none" stroke="#555" '
+                       f'stroke-width="{4 if fused else 1.5}" marker-end="url(#arrow)">'
                        f'<title>{escape(i["component"])} -&gt; {escape(c["name"])}: {escape(i["stream"])} '
-                       f'({escape(i["grouping"])})</title></path>')
+                       f'({escape(i["grouping"])}{", chained: one process" if fused else ""})</title></path>')
             out.append(f'<text x="{mid:.0f}" y="{(y1 + y2) / 2 - 4:.0f}" class="edge-label" text-anchor="middle">'
-                       f'{escape(i["grouping"])}</text>')
+                       f'{escape(label)}</text>')
     for c in components:
         x, y = place[c["name"]]
         value = values.get(c["name"])

@@ -9,7 +9,7 @@ from squall.ui.capacity import report_path
 from squall.ui.metrics import BadRequest, parse_window
 from squall.ui.pages import root_of
 from squall.ui.server import token_of, ui_config
-from squall.ui.svg import colour, layers, line_chart
+from squall.ui.svg import colour, dag, layers, line_chart
 from squall.ui.views import NotFound, grouped_errors
 
 
@@ -39,6 +39,19 @@ def test_graph_columns_follow_the_longest_path_and_survive_a_cycle():
              {"name": "b", "inputs": [{"component": "a"}, {"component": "s"}]},
              {"name": "loop", "inputs": [{"component": "b"}, {"component": "loop"}]}]
     assert layers(comps) == {"s": 0, "a": 1, "b": 2, "loop": 3}
+
+
+def test_the_graph_marks_chained_edges_and_keeps_their_grouping_in_the_title():
+    comps = [{"name": "spout", "parallelism": 2, "inputs": []},
+             {"name": "split", "parallelism": 2, "inputs": [{"component": "spout", "stream": "default",
+                                                             "grouping": "shuffle"}]},
+             {"name": "count", "parallelism": 3, "inputs": [{"component": "split", "stream": "default",
+                                                             "grouping": "fields(word)"}]}]
+    svg = str(dag(comps, {}, {}, {}, [["spout", "split"]]))
+    assert svg.count('class="edge chained"') == 1 and svg.count('class="edge"') == 1
+    assert ">chained</text>" in svg and "(shuffle, chained: one process)</title>" in svg
+    assert ">fields(word)</text>" in svg
+    assert 'class="edge chained"' not in str(dag(comps, {}, {}, {}))
 
 
 def test_a_chart_draws_one_line_per_series_and_says_when_it_has_none():
