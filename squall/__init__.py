@@ -7,6 +7,8 @@ from squall.errors import SquallError, TopologyError
 from squall.metrics import CountMetric, MeanMetric, MultiCountMetric
 from squall.stream import CustomGrouping, Grouping, Stream
 from squall.topology import Topology, TopologyBuilder
+from squall.window import Window, WindowView
+from squall.windowed_bolt import WindowedBolt
 
 __version__ = "0.1.0"
 
@@ -27,5 +29,8 @@ __all__ = [
     "TopologyError",
     "Tuple",
     "TupleBatch",
+    "Window",
+    "WindowView",
+    "WindowedBolt",
     "__version__",
 ]
