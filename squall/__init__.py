@@ -7,6 +7,7 @@ from squall.errors import SquallError, TopologyError
 from squall.metrics import CountMetric, MeanMetric, MultiCountMetric
 from squall.stream import CustomGrouping, Grouping, Stream
 from squall.topology import Topology, TopologyBuilder
+from squall.streamlet import Builder, Streamlet
 from squall.window import Window, WindowView
 from squall.windowed_bolt import WindowedBolt
 
@@ -14,6 +15,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Bolt",
+    "Builder",
     "CountMetric",
     "CustomGrouping",
     "Grouping",
@@ -23,6 +25,7 @@ __all__ = [
     "Spout",
     "SquallError",
     "Stream",
+    "Streamlet",
     "Topology",
     "TopologyBuilder",
     "TopologyContext",

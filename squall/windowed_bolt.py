@@ -29,7 +29,8 @@ class WindowedBolt(Bolt):
     """Override ``process_window(window)``; declare ``window`` (a ``Window``).
 
     ``timestamp_field``: the input field holding each tuple's event time
-    (seconds); without it windows are in processing time. ``lag``: how late
+    (seconds), or override ``timestamp(tup)`` to compute it (Storm's
+    timestamp extractor); with neither, windows are in processing time. ``lag``: how late
     (seconds) a tuple may arrive in event time. ``late_stream``: a declared
     output stream that gets tuples later than the watermark (their values as
     received); without it they are dropped, acked and counted
@@ -69,7 +70,7 @@ class WindowedBolt(Bolt):
         cls = type(self)
         self._context = context
         self._windower = Windower(
-            cls.window, timestamped=cls.timestamp_field is not None, lag=float(cls.lag),
+            cls.window, timestamped=event_time(cls), lag=float(cls.lag),
             idle_timeout=config.get(IDLE_KEY), incremental=incremental_form(self),
             keep_tuples=config.get("topology.reliability.mode") == "ATLEAST_ONCE",
         )
@@ -82,15 +83,18 @@ class WindowedBolt(Bolt):
     def process_window(self, window: WindowView) -> None:
         """Handle one window: ``window.tuples``/``new``/``expired``/``start``/``end`` (``value``, incrementally)."""
 
+    def timestamp(self, tup: Tuple) -> Optional[float]:
+        """The tuple's event time in seconds: its ``timestamp_field`` (None: processing time)."""
+        field = type(self).timestamp_field
+        return None if field is None else tup[field]
+
     def initial(self) -> Any:
         """The incremental form's empty accumulator (each slide's starts as this)."""
         return None
 
     # the shell ----------------------------------------------------------------------
     def process(self, tup: Tuple) -> None:
-        field = type(self).timestamp_field
-        ts = None if field is None else tup[field]
-        late, fired = self._windower.on_tuple(tup, ts, tup.task, time.time(), time.monotonic())
+        late, fired = self._windower.on_tuple(tup, self.timestamp(tup), tup.task, time.time(), time.monotonic())
         if late:
             self._late(tup)
         self._run(fired)
@@ -139,6 +143,11 @@ class WindowedBolt(Bolt):
         self._windower.expect(tasks, time.monotonic())
 
 
+def event_time(cls: type) -> bool:
+    """Whether ``cls`` windows by event time (a ``timestamp_field``, or its own ``timestamp``)."""
+    return cls.timestamp_field is not None or cls.timestamp is not WindowedBolt.timestamp
+
+
 def incremental_form(bolt: Any) -> Optional[Incremental]:
     """The bolt's ``reduce``/``merge``/``initial``, if it has ``reduce``."""
     reduce = getattr(bolt, "reduce", None)
@@ -156,37 +165,39 @@ def check_windowed(cls: type, where: str, config: Mapping[str, Any], input_field
     window = cls.window
     if not isinstance(window, Window):
         raise TopologyError(f"{where}.class: {name}.window must be a squall.Window (Window.tumbling(...) or "
-                     f"Window.sliding(...)), got {window!r}")
+                            f"Window.sliding(...)), got {window!r}")
     if cls.process_window is WindowedBolt.process_window:
         raise TopologyError(f"{where}.class: {name} must override process_window(self, window)")
     for method in ("process", "process_tick"):
         if getattr(cls, method) is not getattr(WindowedBolt, method):
             raise TopologyError(f"{where}.class: {name} overrides {method}(), which feeds its windows; "
-                         "put the work in process_window(self, window)")
+                                "put the work in process_window(self, window)")
     if getattr(cls, "reduce", None) is not None and window.size > 1 and getattr(cls, "merge", None) is None:
         raise TopologyError(f"{where}.class: {name} has reduce(acc, tup) and a {window.describe()} window: it also "
-                     "needs merge(a, b), which joins the accumulators of a window's slides")
+                            "needs merge(a, b), which joins the accumulators of a window's slides")
     lag = cls.lag
     if isinstance(lag, bool) or not isinstance(lag, (int, float)) or lag < 0:
         raise TopologyError(f"{where}.class: {name}.lag must be a number of seconds >= 0, got {lag!r}")
     field = cls.timestamp_field
+    timed = event_time(cls)
+    if timed and window.by_count:
+        raise TopologyError(f"{where}.class: {name} has event time (timestamp_field or timestamp()) and a "
+                            f"{window.describe()} window: count windows count tuples as they arrive; event time "
+                            "needs a duration window")
     if field is not None:
-        if window.by_count:
-            raise TopologyError(f"{where}.class: {name}.timestamp_field with a {window.describe()} window: count windows "
-                         "count tuples as they arrive; event time needs a duration window")
         for source, fields in input_fields:
             if field not in fields:
                 raise TopologyError(f"{where}.class: {name}.timestamp_field is {field!r}, but input stream {source} "
-                             f"declares {list(fields)}")
-    elif lag:
+                                    f"declares {list(fields)}")
+    if lag and not timed:
         raise TopologyError(f"{where}.class: {name}.lag without timestamp_field: only event time has late tuples")
     if cls.late_stream is not None:
-        if field is None:
+        if not timed:
             raise TopologyError(f"{where}.class: {name}.late_stream without timestamp_field: only event time has "
-                         "late tuples")
+                                "late tuples")
         if cls.late_stream not in outputs:
             raise TopologyError(f"{where}.outputs: {name}.late_stream is {cls.late_stream!r}, which {name} does not "
-                         f"declare (declared: {', '.join(sorted(outputs)) or 'none'})")
+                                f"declare (declared: {', '.join(sorted(outputs)) or 'none'})")
         width = len(outputs[cls.late_stream].fields)
         for source, fields in input_fields:
             if len(fields) != width:
@@ -194,7 +205,7 @@ def check_windowed(cls: type, where: str, config: Mapping[str, Any], input_field
                              f"tuples from {source} have {len(fields)} ({list(fields)})")
     if config["topology.reliability.mode"] == "ATLEAST_ONCE":
         _check_completes(window, float(lag), where, name, config)
-    if window.by_count or field is not None:
+    if window.by_count or timed:
         return None
     return min(1.0, max(0.01, window.every / 10))
 
@@ -211,12 +222,12 @@ def _check_completes(window: Window, lag: float, where: str, name: str, config: 
         need = window.length + window.every
         if pending is not None and need > pending:
             raise TopologyError(f"{where}: {name}'s {window.describe()} window holds up to {need:g} tuples (length + "
-                         f"slide) un-acked, but {keys}: the window could never complete; raise "
-                         "topology.max.spout.pending or shorten the window")
+                                f"slide) un-acked, but {keys}: the window could never complete; raise "
+                                "topology.max.spout.pending or shorten the window")
         return
     need = window.length + window.every + lag
     if need > timeout:
         raise TopologyError(f"{where}: {name}'s {window.describe()} window holds a tuple up to {need:g} s (length + "
-                     f"slide + lag) before acking it, but {keys}: its tree would time out and replay; raise "
-                     "topology.message.timeout.secs or shorten the window")
+                            f"slide + lag) before acking it, but {keys}: its tree would time out and replay; raise "
+                            "topology.message.timeout.secs or shorten the window")
 

@@ -40,7 +40,7 @@ def test_a_good_windowed_bolt_builds_and_processing_time_gets_its_own_tick():
                         r"UndeclaredLate does not declare \(declared: default, late\)"),
     (wc.NarrowLate, r"late stream 'late' has 1 fields, but late tuples from stamps/default have 3"),
     (wc.LateInProcessingTime, r"late_stream without timestamp_field: only event time has late tuples"),
-    (wc.CountEventTime, r"timestamp_field with a sliding 100 tuples every 20 tuples window: count windows"),
+    (wc.CountEventTime, r"has event time \(timestamp_field or timestamp\(\)\) and a sliding 100 tuples every 20 tuples window: count windows"),
 ])
 def test_bad_windowed_bolts_are_refused_naming_the_fault(bolt, message):
     with pytest.raises(TopologyError, match=message):
