@@ -53,3 +53,19 @@ def test_streamlet_windowed_join_and_reduce_are_exact(cluster, tmp_path, mode):
     wait_until(lambda: joined() == expected_join and sums() == expected_sums, timeout=60,
                what="the join and the sums of every closed window")
     cluster.squall("kill", "streamlet_join")
+
+
+def test_stateless_streamlet_operators_are_exact(cluster, tmp_path):
+    out = str(tmp_path / "out")
+    os.mkdir(out)
+    cluster.submit("streamlet_ops", f"e2e.out.dir={out}")
+    expected = sorted([2 * x for x in range(500)] + [x for x in range(500) if x % 2])
+    wait_until(lambda: sorted(recorded(out, "merged")) == expected, timeout=60,
+               what="doubled and odd numbers, united")
+    shown = json.loads(cluster.squall("show", "streamlet_ops", "--json")[0])
+    tasks = Counter(p["process"].split()[1].split("[")[0] for p in shown["processes"]
+                    if p["process"].startswith(("instance", "chain")))
+    assert tasks["spread"] == 3  # repartition(3): three tasks, chained with the three sink tasks
+    wait_until(lambda: "logged: 499" in cluster.squall("logs", "streamlet_ops", "--component", "logged")[0],
+               timeout=30, what="log() to log the last odd number")
+    cluster.squall("kill", "streamlet_ops")
