@@ -69,3 +69,16 @@ def test_stateless_streamlet_operators_are_exact(cluster, tmp_path):
     wait_until(lambda: "logged: 499" in cluster.squall("logs", "streamlet_ops", "--component", "logged")[0],
                timeout=30, what="log() to log the last odd number")
     cluster.squall("kill", "streamlet_ops")
+
+
+def test_a_spout_headed_chain_taking_input_through_the_stream_manager_never_stalls(cluster, tmp_path):
+    """Backpressure stops the chain's spout; its bolts' consumed reports (on the same connection) end it."""
+    out = str(tmp_path / "out")
+    os.mkdir(out)
+    cluster.submit("streamlet_loopback", f"e2e.out.dir={out}")
+    shown = json.loads(cluster.squall("show", "streamlet_loopback", "--json")[0])
+    assert ["numbers", "keyed", "sums", "filter3", "sink4"] in shown["chains"]
+    expected = sorted([k, sum(range(k, 300_000, 10))] for k in range(10))
+    wait_until(lambda: sorted(recorded(out, "sums")) == expected and sorted(recorded(out, "again")) == expected,
+               timeout=60, what="both running sums to reach their totals")
+    cluster.squall("kill", "streamlet_loopback")
