@@ -86,7 +86,13 @@ class WindowedBolt(Bolt):
     def timestamp(self, tup: Tuple) -> Optional[float]:
         """The tuple's event time in seconds: its ``timestamp_field`` (None: processing time)."""
         field = type(self).timestamp_field
-        return None if field is None else tup[field]
+        if field is None:
+            return None
+        ts = tup[field]
+        if ts.__class__ is not float and (isinstance(ts, bool) or not isinstance(ts, (int, float))):
+            raise TypeError(f"{type(self).__name__}: timestamp_field {field!r} of a tuple from "
+                            f"{tup.component}/{tup.stream} is {ts!r}, not a number of seconds")
+        return ts
 
     def initial(self) -> Any:
         """The incremental form's empty accumulator (each slide's starts as this)."""
@@ -109,6 +115,12 @@ class WindowedBolt(Bolt):
         if anchors is None and self._firing is not None:
             anchors = self._firing.anchors
         return super().emit(values, stream, anchors, direct_task)
+
+    def emit_many(self, values_list: Sequence[Sequence[Any]], stream: str = DEFAULT_STREAM,
+                  anchors: Optional[Iterable[Tuple]] = None) -> None:
+        """Each through ``emit`` (anchored as it anchors)."""
+        for values in values_list:
+            self.emit(values, stream, anchors)
 
     def _run(self, fired: list) -> None:
         for f in fired:

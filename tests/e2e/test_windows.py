@@ -2,6 +2,7 @@
 computation in plain Python over the same input (tests/e2e/topologies/window_data.py), chained and
 unchained, at most and at least once."""
 import glob
+import json
 import os
 from collections import Counter
 
@@ -79,8 +80,6 @@ def test_every_window_is_exact(cluster, tmp_path, mode, chaining):
     os.mkdir(out)
     cluster.submit("windows", f"e2e.out.dir={out}", f"topology.reliability.mode={mode}",
                    f"squall.chaining={chaining}")
-    import json
-
     shown = json.loads(cluster.squall("show", "windows", "--json")[0])
     if chaining == "off":
         assert shown["chains"] == []
@@ -106,3 +105,19 @@ def test_every_window_is_exact(cluster, tmp_path, mode, chaining):
         wait_until(lambda: sorted(acked(out)) == sorted(set(range(len(EVENTS))) - waiting), timeout=30,
                    what="every tuple acked once its windows are processed")
     cluster.squall("kill", "windows")
+
+
+@pytest.mark.parametrize("mode", ["ATMOST_ONCE", "ATLEAST_ONCE"])
+def test_a_windowed_bolt_given_its_tuples_by_call_is_exact(cluster, tmp_path, mode):
+    out = str(tmp_path / "out")
+    os.mkdir(out)
+    cluster.submit("windows_delivered", f"e2e.out.dir={out}", f"topology.reliability.mode={mode}")
+    shown = json.loads(cluster.squall("show", "windows_delivered", "--json")[0])
+    assert shown["chains"] == ([["events", "count_sliding"]] if mode == "ATMOST_ONCE" else [])
+    expected = {w: [e[0] for e in evs] for w, evs in count_windows(EVENTS, 6, 3).items()}
+    wait_until(lambda: by_window(read_windows(out, "count_sliding"), "ids") == expected, timeout=60,
+               what="every count window")
+    if mode == "ATLEAST_ONCE":
+        wait_until(lambda: sorted(acked(out)) == list(range(len(EVENTS) - 3)), timeout=30,
+                   what="all but the last slide acked")
+    cluster.squall("kill", "windows_delivered")

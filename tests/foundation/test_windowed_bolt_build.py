@@ -60,3 +60,13 @@ def test_at_least_once_a_window_that_cannot_complete_is_refused_naming_both_keys
         build(wc.CountTotals, {**RELIABLE, "topology.max.spout.pending": 100})
     build(wc.CountTotals, {**RELIABLE, "topology.max.spout.pending": None})
     build(wc.CountTotals, {"topology.max.spout.pending": 100})  # at most once nothing waits for acks
+
+
+def test_a_timestamp_that_is_not_a_number_is_refused_naming_the_field_and_stream():
+    from squall import Tuple
+
+    fields = ["key", "amount", "ts"]
+    assert wc.Totals().timestamp(Tuple(None, "stamps", "default", 1, ["k", 1, 12], fields)) == 12
+    with pytest.raises(TypeError, match="Totals: timestamp_field 'ts' of a tuple from stamps/default is 'noon', "
+                                        "not a number of seconds"):
+        wc.Totals().timestamp(Tuple(None, "stamps", "default", 1, ["k", 1, "noon"], fields))
