@@ -90,9 +90,9 @@ class Builder:
 
     def _variable(self) -> str:
         module = sys.modules.get(self._module)
-        for attr, value in vars(module or SimpleNamespace()).items():
-            if value is self:
-                return attr
+        found = [attr for attr, value in vars(module).items() if value is self] if module is not None else []
+        if found:
+            return found[0]
         raise TopologyError(f"streamlet builder {self.name or ''!r} is not a module-level variable of {self._module}: "
                             "define it at the top level of the topology file, so that every Squall process finds "
                             "its functions")

@@ -222,6 +222,21 @@ def check_windowed(cls: type, where: str, config: Mapping[str, Any], input_field
     return min(1.0, max(0.01, window.every / 10))
 
 
+def check_windows_complete(topology: Any, base: Any) -> None:
+    """At least once, the checks of ``_check_completes`` against the configuration a run really gets
+    (``--config-property`` and the cluster file included; ``build()`` saw only the topology's)."""
+    from squall.importing import import_object
+    from squall.logical import component_config
+
+    for c in topology.components:
+        cls = import_object(c.class_name)
+        if not (isinstance(cls, type) and issubclass(cls, WindowedBolt)):
+            continue
+        config = component_config(topology, c.name, base)
+        if config["topology.reliability.mode"] == "ATLEAST_ONCE":
+            _check_completes(cls.window, float(cls.lag), f"components.{c.name}", cls.__name__, config)
+
+
 def _check_completes(window: Window, lag: float, where: str, name: str, config: Mapping[str, Any]) -> None:
     """At least once, a tuple waits for its last window (Storm's bound: length + slide, plus the lag) before
     it is acked; past ``topology.message.timeout.secs`` (or, counting tuples, past

@@ -70,3 +70,24 @@ def test_a_timestamp_that_is_not_a_number_is_refused_naming_the_field_and_stream
     with pytest.raises(TypeError, match="Totals: timestamp_field 'ts' of a tuple from stamps/default is 'noon', "
                                         "not a number of seconds"):
         wc.Totals().timestamp(Tuple(None, "stamps", "default", 1, ["k", 1, "noon"], fields))
+
+
+def test_the_command_line_s_config_is_checked_too(tmp_path, capsys):
+    from squall.cli import main
+
+    path = tmp_path / "tumbling_ten.py"
+    path.write_text("from squall import Spout, TopologyBuilder, Window, WindowedBolt\n"
+                    "class S(Spout):\n    outputs = ['x']\n"
+                    "class Ten(WindowedBolt):\n    window = Window.tumbling(duration=10)\n"
+                    "    def process_window(self, window):\n        pass\n"
+                    "b = TopologyBuilder('tumbling_ten')\nb.add_bolt('ten', Ten, inputs=[b.add_spout('s', S)])\n"
+                    "topology = b.build()\n")
+    assert main(["validate", str(path), "--config-property", "topology.reliability.mode=ATLEAST_ONCE"]) == 0
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("topology.message.timeout.secs: 15\n")
+    code = main(["validate", str(path), "--config-property", "topology.reliability.mode=ATLEAST_ONCE",
+                 "--config-path", str(cluster)])
+    err = capsys.readouterr().err
+    assert code == 2 and ("components.ten: Ten's tumbling 10 s window holds a tuple up to 20 s (length + slide + lag) "
+                          "before acking it, but topology.message.timeout.secs is 15, topology.max.spout.pending "
+                          "is 1000") in err
