@@ -16,7 +16,8 @@ functions may be lambdas.
 
 Elements travel as msgpack: give operators JSON-like values (a tuple may
 arrive as a list). A keyed streamlet (``key_by``) carries ``(key, value)``
-pairs; ``reduce_by_key``, the windowed operators and ``join`` need one. The
+pairs; ``reduce_by_key``, the windowed operators and ``join`` take one, or
+elements that are ``(key, value)`` pairs (heronpy's way: keyed for them). The
 windowed operators emit ``{"key", "window": [start, end], "value"}``.
 """
 from __future__ import annotations
@@ -154,26 +155,23 @@ class Streamlet:
 
     def reduce_by_key(self, fn: Callable[[Any, Any], Any]) -> "Streamlet":
         """Keyed: for each element, ``(key, fn(acc, value))``, the running reduction of its key's values."""
-        self._need_keyed("reduce_by_key")
-        return self._then("reduce_by_key", KEYED, fn=fn)
+        return self._keyed()._then("reduce_by_key", KEYED, fn=fn)
 
     def reduce_by_key_and_window(self, window: Window, fn: Callable[[Any, Any], Any],
                                  timestamp: Optional[Callable[[Any], float]] = None, lag: float = 0.0) -> "Streamlet":
         """Each key's values in each window reduced with ``fn`` (associative), emitted when the window closes
         as ``{"key", "window": [start, end], "value"}``. Processing time, unless ``timestamp(value)`` gives
         event time (with ``lag``: see ``WindowedBolt``)."""
-        self._need_keyed("reduce_by_key_and_window")
-        return self._then("reduce_by_key_and_window", VALUE, fn=fn, **_windowing(window, timestamp, lag))
+        return self._keyed()._then("reduce_by_key_and_window", VALUE, fn=fn, **_windowing(window, timestamp, lag))
 
     def join(self, other: "Streamlet", window: Window, fn: Callable[[Any, Any], Any],
              timestamp: Optional[Callable[[Any], float]] = None, lag: float = 0.0) -> "Streamlet":
         """Inner join of two keyed streamlets: in each window, ``{"key", "window", "value": fn(a, b)}`` for each
         pair of values with the same key, ``a`` from this one and ``b`` from ``other``."""
-        self._need_keyed("join")
-        other._need_keyed("join")
         if other is self:
             raise ValueError("join: a streamlet cannot be joined with itself; clone() it first")
-        return self._then("join", VALUE, others=[other], fn=fn, **_windowing(window, timestamp, lag))
+        return self._keyed()._then("join", VALUE, others=[other._keyed()], fn=fn,
+                                   **_windowing(window, timestamp, lag))
 
     def union(self, other: "Streamlet") -> "Streamlet":
         """The elements of both (both keyed, or neither)."""
@@ -205,9 +203,9 @@ class Streamlet:
             raise ValueError(f"{op}: {self.name!r} is a {self.op}, which emits nothing")
         return self.builder._add(op, [self, *others], fields, **details)
 
-    def _need_keyed(self, op: str) -> None:
-        if not self.keyed:
-            raise ValueError(f"{op}: {self.name!r} is not keyed; call key_by(fn) first")
+    def _keyed(self) -> "Streamlet":
+        """This streamlet if keyed, else its elements taken as ``(key, value)`` pairs (heronpy's way)."""
+        return self if self.keyed else self.key_by(pair_key, pair_value)
 
     def component_class(self, where: str) -> type:
         """The spout or bolt class of this operator, named ``where.<name>`` for other processes to import."""
@@ -244,6 +242,22 @@ _BASES = {"map": ops.MapBolt, "flat_map": ops.FlatMapBolt, "filter": ops.FilterB
           "reduce_by_key": ops.ReduceByKeyBolt, "reduce_by_key_and_window": ops.WindowReduceBolt,
           "join": ops.JoinBolt, "union": ops.PassBolt, "clone": ops.PassBolt, "repartition": ops.PassBolt,
           "log": ops.LogBolt, "sink": ops.SinkBolt}
+
+
+def pair_key(element: Any) -> Any:
+    """The key of an element that is a ``(key, value)`` pair."""
+    return _pair(element)[0]
+
+
+def pair_value(element: Any) -> Any:
+    return _pair(element)[1]
+
+
+def _pair(element: Any) -> Any:
+    if not isinstance(element, (tuple, list)) or len(element) != 2:
+        raise TypeError(f"a by-key operator got {element!r}: it needs (key, value) pairs, or a keyed streamlet "
+                        "(key_by)")
+    return element
 
 
 def _windowing(window: Any, timestamp: Any, lag: Any) -> dict:

@@ -72,6 +72,16 @@ class Window:
             raise ValueError(f"{where}: {name} must be a positive number of seconds, got {value!r}")
 
     @property
+    def duration(self) -> Optional[float]:
+        """Seconds (None: a count window)."""
+        return None if self.by_count else self.length
+
+    @property
+    def count(self) -> Optional[int]:
+        """Tuples (None: a duration window)."""
+        return int(self.length) if self.by_count else None
+
+    @property
     def size(self) -> int:
         """Panes in one window (1 for a tumbling window)."""
         return round(self.length / self.every)

@@ -66,6 +66,16 @@ def test_stateless_streamlet_operators_are_exact(cluster, tmp_path):
     tasks = Counter(p["process"].split()[1].split("[")[0] for p in shown["processes"]
                     if p["process"].startswith(("instance", "chain")))
     assert tasks["spread"] == 3  # repartition(3): three tasks, chained with the three sink tasks
+
+    def last_sums():
+        last = {}
+        for rest, total in recorded(out, "by_rest"):
+            last[rest] = max(last.get(rest, total), total)
+        return last
+
+    wait_until(lambda: last_sums() == {r: sum(range(r, 500, 3)) for r in range(3)}, timeout=30,
+               what="the running sums of each rest")
+    assert len(recorded(out, "by_rest")) == 500  # one running sum per number
     wait_until(lambda: "logged: 499" in cluster.squall("logs", "streamlet_ops", "--component", "logged")[0],
                timeout=30, what="log() to log the last odd number")
     cluster.squall("kill", "streamlet_ops")

@@ -52,10 +52,6 @@ def test_windowed_streamlets_are_checked_as_windowed_bolts():
 def test_mistakes_are_refused_naming_the_streamlet():
     b = Builder("t")
     words = b.source(["a"]).named("words")
-    with pytest.raises(ValueError, match="reduce_by_key: 'words' is not keyed; call key_by"):
-        words.reduce_by_key(max)
-    with pytest.raises(ValueError, match="join: 'words' is not keyed"):
-        words.join(words, Window.tumbling(count=2), max)
     keyed = words.key_by(str)
     with pytest.raises(ValueError, match="join: a streamlet cannot be joined with itself"):
         keyed.join(keyed, Window.tumbling(count=2), max)
@@ -106,3 +102,16 @@ def test_a_topology_file_may_expose_a_builder(tmp_path):
     two.write_text("from squall import Builder\na = Builder()\nb = Builder()\n")
     with pytest.raises(Exception, match="exposes 2 streamlet builders: a, b; keep one"):
         load_topology_file(str(two))
+
+
+def test_by_key_operators_take_pairs_as_heronpy_does():
+    b = Builder("pairs")
+    counts = b.source(["a", "b"]).map(lambda w: (w, 1)).reduce_by_key(max)
+    assert [(s.op, s.keyed) for s in counts.parents] == [("key_by", True)]  # keyed for it: (w, 1) -> w, 1
+    key_by = counts.parents[0]
+    assert key_by.details["fn"](["w", 1]) == "w" and key_by.details["value"](("w", 1)) == 1
+    with pytest.raises(TypeError, match=r"a by-key operator got 'word': it needs \(key, value\) pairs, or a "
+                                        r"keyed streamlet \(key_by\)"):
+        key_by.details["fn"]("word")
+    assert Window.sliding(duration=4, every=2).duration == 4 and Window.tumbling(count=3).count == 3
+    assert Window.tumbling(count=3).duration is None and Window.tumbling(duration=1).count is None

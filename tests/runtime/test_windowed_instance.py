@@ -105,3 +105,9 @@ def test_a_window_whose_output_is_lost_leaves_its_ids_open():
     emit(tasks, ids, 1, 2, 3)
     pump(tasks, lost={2})  # the sink is dead: the window's output, anchored to its tuples, never completes
     assert ids.acked == [] and len(tasks[1].tracker) == 3
+
+
+def test_a_component_s_own_tick_frequency_is_its_tick_frequency():
+    tasks, _, _ = wired()
+    assert tasks[2].timers.tick_every == 0.25  # the sink's own config
+    assert tasks[3].timers.tick_every == 2  # the topology's

@@ -21,6 +21,6 @@ class Sink(Bolt):
 builder = TopologyBuilder("rt_windowed")
 ids = builder.add_spout("ids", Ids)
 threes = builder.add_bolt("threes", Threes, inputs=[ids])
-builder.add_bolt("sink", Sink, inputs=[threes])
-builder.set_config({"topology.reliability.mode": "ATLEAST_ONCE"})
+builder.add_bolt("sink", Sink, inputs=[threes], config={"topology.tick.tuple.freq.secs": 0.25})
+builder.set_config({"topology.reliability.mode": "ATLEAST_ONCE", "topology.tick.tuple.freq.secs": 2})
 topology = builder.build()
