@@ -4,7 +4,6 @@ unchained, at most and at least once."""
 import glob
 import json
 import os
-from collections import Counter
 
 import pytest
 from e2e_harness import wait_until
@@ -37,17 +36,16 @@ def expected_results():
 
 
 def results(out):
-    sink = Counter()
+    sink = []
     for path in glob.glob(os.path.join(out, "sink-*.log")):
         with open(path) as f:
-            sink.update(line for line in f if line.endswith("\n"))
+            sink += [line for line in f if line.endswith("\n")]
     got = {"event_tumbling": by_window(read_windows(out, "event_tumbling"), "ids"),
            "event_sliding": by_window(read_windows(out, "event_sliding"), "sums"),
            "count_tumbling": by_window(read_windows(out, "count_tumbling"), "ids"),
            "count_sliding": by_window(read_windows(out, "count_sliding"), "ids")}
-    late = [line for line in sink.elements() if line.startswith("late ")]
-    got["late"] = sorted(eval(line[5:])[0] for line in late)
-    got["totals"] = sorted(eval(line[8:]) for line in sink.elements() if line.startswith("default "))
+    got["late"] = sorted(json.loads(line[5:])[0] for line in sink if line.startswith("late "))
+    got["totals"] = sorted(json.loads(line[8:]) for line in sink if line.startswith("default "))
     return got
 
 

@@ -10,7 +10,7 @@ import json
 import os
 from collections import defaultdict
 
-from squall import Spout, ReliableSpout
+from squall import ReliableSpout
 
 FLUSH_TS = 1e6
 KEYS = 5

@@ -6,6 +6,7 @@ events -> event_tumbling (event time, lag 3, late stream) -> sink (its totals an
        -> count_tumbling, count_sliding (count windows)
        -> proc_sliding (processing time)
 """
+import json
 import os
 
 from window_data import LAG, Events, Recording
@@ -75,7 +76,7 @@ class Sink(Bolt):
                         "a", buffering=1)
 
     def process(self, tup):
-        self.out.write(f"{tup.stream} {list(tup.values)}\n")
+        self.out.write(f"{tup.stream} {json.dumps(list(tup.values))}\n")
 
 
 builder = TopologyBuilder("windows")
