@@ -58,7 +58,8 @@ class Fired:
 @dataclass(frozen=True)
 class Incremental:
     """The incremental form: ``reduce(acc, tup)`` folds a tuple into its pane's accumulator (which starts
-    as ``initial()``), ``merge(a, b)`` joins the accumulators of a window's panes, oldest first."""
+    as ``initial()``), ``merge(a, b)`` joins the accumulators of a window's panes, oldest first, into a new
+    one (a pane's is merged into several windows)."""
 
     reduce: Callable[[Any, Any], Any]
     merge: Optional[Callable[[Any, Any], Any]]
