@@ -98,6 +98,13 @@ class LocalTask:
         return self.members or ((self.task, self.component),)
 
 
+def takes_input(who: LocalTask) -> bool:
+    """A chain headed by a spout whose bolts also take tuples through the stream manager: their
+    ``consumed`` reports come on its connection, so reading it must not pause with its spout (the
+    spout stops on the backpressure frame; pausing would keep its bolts' queue full for ever)."""
+    return len(who.members) > 1
+
+
 @dataclass(frozen=True, slots=True)
 class PeerOut:
     """The outbound link to another container's stream manager: frames for its tasks leave by it."""
@@ -299,7 +306,7 @@ class StreamManagerState:
 
         self.blocked: set = set()  # identities whose write buffer went over high and not yet under low
         self.full_queues: set = set()  # local tasks whose queue is over its bound
-        self.paused: set = set()  # local spout tasks whose reading is paused
+        self.paused: set = set()  # local spout tasks told to stop (their reading paused, unless takes_input)
         self.bp_self = False  # this stream manager is congested (and has told its peers)
         self.bp_remote: set = set()  # containers whose stream manager reports backpressure
         self.bp_since: Optional[float] = None  # throttling local spouts since
@@ -401,7 +408,8 @@ class StreamManagerState:
                      f", running the chain {' -> '.join(f'{c}[{t}]' for t, c in who.members)}" if who.members else "")
             if who.component in self.spouts and self.throttled:
                 self.paused.add(task)
-                out.append(PauseReading(who, True))
+                if not takes_input(who):
+                    out.append(PauseReading(who, True))
                 out.append(Send(who, self.backpressure_frame(True)))
             if self.pplan is not None and task in self.task_container:
                 out.append(Send(who, self.pplan_frame))
@@ -699,7 +707,8 @@ class StreamManagerState:
             task = who.task
             if who.component in self.spouts and (task in self.paused) != throttled:
                 (self.paused.add if throttled else self.paused.discard)(task)
-                out.append(PauseReading(who, throttled))
+                if not takes_input(who):
+                    out.append(PauseReading(who, throttled))
                 frame = frame or self.backpressure_frame(throttled)
                 out.append(Send(who, frame))  # the spout stops (or resumes) emitting
 

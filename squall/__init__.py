@@ -7,11 +7,15 @@ from squall.errors import SquallError, TopologyError
 from squall.metrics import CountMetric, MeanMetric, MultiCountMetric
 from squall.stream import CustomGrouping, Grouping, Stream
 from squall.topology import Topology, TopologyBuilder
+from squall.streamlet import Builder, Streamlet
+from squall.window import Window, WindowView
+from squall.windowed_bolt import WindowedBolt
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Bolt",
+    "Builder",
     "CountMetric",
     "CustomGrouping",
     "Grouping",
@@ -21,11 +25,15 @@ __all__ = [
     "Spout",
     "SquallError",
     "Stream",
+    "Streamlet",
     "Topology",
     "TopologyBuilder",
     "TopologyContext",
     "TopologyError",
     "Tuple",
     "TupleBatch",
+    "Window",
+    "WindowView",
+    "WindowedBolt",
     "__version__",
 ]

@@ -8,9 +8,10 @@ from typing import Any, Iterable, Optional, Sequence
 
 from squall.conf import Config, base_config
 from squall.conf.resolve import parse_properties
-from squall.logical import with_overrides
 from squall.loader import load_topology_file
+from squall.logical import with_overrides
 from squall.topology import Topology
+from squall.windowed_bolt import check_windows_complete
 
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:
@@ -43,6 +44,7 @@ def load_topology(args: argparse.Namespace) -> tuple[Topology, Config]:
     overrides = parse_properties(getattr(args, "config_property", []) or [])
     if overrides:
         topology.plan = with_overrides(topology.plan, overrides)
+    check_windows_complete(topology.plan, base)
     for warning in topology.warnings:
         warn(warning)
     return topology, base

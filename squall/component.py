@@ -168,12 +168,14 @@ class TopologyContext:
         component: str,
         component_tasks: Mapping[str, Sequence[int]],
         config: Mapping[str, Any],
+        sources: Sequence[tuple] = (),
     ):
         self.topology_name = topology_name
         self._task_id = task_id
         self._component = component
         self._component_tasks = {c: sorted(t) for c, t in component_tasks.items()}
         self._config = config
+        self._sources = [tuple(s) for s in sources]
         self.metrics: dict = {}
 
     def get_task_id(self) -> int:
@@ -188,6 +190,10 @@ class TopologyContext:
             return list(self._component_tasks[component])
         except KeyError:
             raise KeyError(f"topology {self.topology_name!r} has no component {component!r}") from None
+
+    def get_this_sources(self) -> list:
+        """The ``(component, stream)`` pairs this component takes as input (Storm's ``getThisSources``)."""
+        return list(self._sources)
 
     def get_cluster_config(self) -> Mapping[str, Any]:
         """The resolved configuration of this component (all layers applied)."""

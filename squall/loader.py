@@ -9,6 +9,7 @@ from typing import Any
 
 from squall.errors import SquallError, TopologyError
 from squall.idl import replace
+from squall.streamlet import Builder
 from squall.topology import Topology
 
 
@@ -83,10 +84,7 @@ def _the_topology(module: Any, path: str) -> Topology:
     }
     found = [f"{n} (instance)" for n in instances] + [f"{n} (class)" for n in classes]
     if not found:
-        raise SquallError(
-            f"topology file {path} exposes no topology: define `topology = builder.build()` "
-            "or one subclass of squall.Topology"
-        )
+        return _the_streamlets(module, path)
     if len(found) > 1:
         raise SquallError(f"topology file {path} exposes {len(found)} topologies: {', '.join(found)}; keep one")
     if instances:
@@ -94,5 +92,22 @@ def _the_topology(module: Any, path: str) -> Topology:
     cls = next(iter(classes.values()))
     try:
         return cls()
+    except TopologyError as e:
+        raise TopologyError(f"{path}: {e}") from e
+
+
+def _the_streamlets(module: Any, path: str) -> Topology:
+    """A file with no topology may expose one streamlet builder instead: its compiled topology."""
+    builders = [name for name, v in vars(module).items() if isinstance(v, Builder)]
+    if not builders:
+        raise SquallError(
+            f"topology file {path} exposes no topology: define `topology = builder.build()`, "
+            "one subclass of squall.Topology, or one streamlet builder (squall.Builder)"
+        )
+    if len(builders) > 1:
+        raise SquallError(f"topology file {path} exposes {len(builders)} streamlet builders: "
+                          f"{', '.join(builders)}; keep one")
+    try:
+        return getattr(module, builders[0]).build()
     except TopologyError as e:
         raise TopologyError(f"{path}: {e}") from e

@@ -17,6 +17,9 @@ from squall.idl import schema
 from squall.importing import qualified_name
 from squall.spec import ComponentSpec, StreamRef, _PendingRef
 from squall.stream import DEFAULT_STREAM, Grouping, GroupingSpec, Stream, encode_custom
+from squall.windowed_bolt import WindowedBolt, check_windowed
+
+TICK_KEY = "topology.tick.tuple.freq.secs"
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -221,6 +224,14 @@ class _Validator:
             raise TopologyError(str(e)) from e
         self._check_config(base, spec.config, f"{where}.config")
         inputs = self._inputs(spec, where) if spec.kind == "BOLT" else []
+        config = dict(spec.config or {})
+        if spec.kind == "BOLT" and issubclass(spec.cls, WindowedBolt):
+            resolved = base.with_layer(self.config, "config").with_layer(config, f"{where}.config")
+            input_fields = [(f"{i.component}/{i.stream}", self.streams[i.component][i.stream].fields)
+                            for i in inputs]
+            tick = check_windowed(spec.cls, where, resolved, input_fields, self.streams[spec.name])
+            if tick is not None:
+                config.setdefault(TICK_KEY, tick)  # the component's own tick frequency (Storm's)
         return schema.Component(
             name=spec.name,
             kind=getattr(schema.ComponentKind, spec.kind),
@@ -231,7 +242,7 @@ class _Validator:
                 for s in self.streams[spec.name].values()
             ],
             inputs=inputs,
-            config=encode_config(spec.config or {}, f"{where}.config"),
+            config=encode_config(config, f"{where}.config"),
             auto_ack=bool(getattr(spec.cls, "auto_ack", True)) if spec.kind == "BOLT" else None,
         )
 

@@ -200,14 +200,15 @@ class ReliableBoltInstance(BoltInstance):
         nothing (Storm's rule: anchor before you ack)."""
         if anchors is None:
             anchors = (self.current,) if self.auto_anchor else ()
-        spans: list = []
+        by_id: dict = {}  # id -> Span, in anchor order (a window's output has thousands of anchors)
         for a in anchors:
             if self.auto_ack:
                 span = self.open_span() if a is self.current and a is not IDLE else None
             else:
                 span = a.span if a.__class__ is TrackedTuple else None
-            if span is not None and span not in spans:
-                spans.append(span)
+            if span is not None:
+                by_id.setdefault(id(span), span)
+        spans = list(by_id.values())
         for t in targets:
             batch = self._batch(t)
             if len(spans) > 1:

@@ -24,15 +24,17 @@ from squall.runtime.routing import RoutingError, build_routes, str_key_cache
 from squall.runtime.user_errors import UserErrors
 
 log = logging.getLogger("squall.runtime.instance")
+TICK_KEY = "topology.tick.tuple.freq.secs"
 
 
 class Timers:
     """When an instance next flushes its batches, reports metrics, ticks and expires trees (monotonic)."""
 
-    def __init__(self, config: Any, ticks: bool, expires: bool, message_timeout: float) -> None:
+    def __init__(self, config: Any, ticks: bool, expires: bool, message_timeout: float,
+                 tick_every: Optional[float] = None) -> None:
         self.flush_every = float(config["squall.instance.flush.interval.ms"]) / 1000
         self.bucket = float(config["topology.builtin.metrics.bucket.size.secs"])
-        self.tick_every = config["topology.tick.tuple.freq.secs"] if ticks else None
+        self.tick_every = tick_every if ticks else None
         # spouts at least once: trees past topology.message.timeout.secs fail, checked ten times per timeout
         self.expire_every = min(1.0, message_timeout / 10)
         self.expires = expires
@@ -46,6 +48,16 @@ class Timers:
 
     def next_due(self) -> float:
         return min(self.next_flush, self.next_metrics, self.next_tick, self.next_expire)
+
+
+def _own_tick(topology: Any, component_name: str, config: Any) -> Optional[float]:
+    """The component's ``topology.tick.tuple.freq.secs``: its own config's when it sets one (Storm's
+    per-component tick frequency; a windowed bolt's build() sets it), else ``config``'s."""
+    from squall.logical import component_config, find_component
+
+    if TICK_KEY in find_component(topology, component_name).config:
+        return component_config(topology, component_name)[TICK_KEY]
+    return config[TICK_KEY]
 
 
 class InstanceState:
@@ -76,7 +88,8 @@ class InstanceState:
         self.waiting: list = []  # DATA frames from senders newer than the plan: handled once a plan names them
         self.in_bytes = self.in_tuples = 0  # DATA read this bucket: the size of a queued tuple
         self.timers = Timers(config, ticks=not self.is_spout, expires=self.is_spout and self.reliable,
-                             message_timeout=self.message_timeout)
+                             message_timeout=self.message_timeout,
+                             tick_every=_own_tick(topology, component_name, config))
         self.fields_of = {(c.name, s.name): list(s.fields) for c in topology.components for s in c.outputs}
         self.task_component: dict = {}
         self.routes: dict = {}
@@ -265,7 +278,7 @@ class InstanceState:
     # plan ------------------------------------------------------------------------
     def on_plan(self, pplan: Any) -> None:
         from squall.component import TopologyContext
-        from squall.logical import component_config
+        from squall.logical import component_config, find_component
 
         component_tasks: dict = {c.name: [] for c in self.topology.components}
         task_container = {}
@@ -275,8 +288,9 @@ class InstanceState:
             self.task_component[loc.id.task_id] = loc.id.component
         if not self.initialized:
             config = component_config(self.topology, self.component_name)
+            sources = [(i.component, i.stream) for i in find_component(self.topology, self.component_name).inputs]
             self.context = TopologyContext(self.topology.name, self.task_id, self.component_name,
-                                           component_tasks, config)
+                                           component_tasks, config, sources)
         else:
             self.context._component_tasks = {c: sorted(t) for c, t in component_tasks.items()}
             # batches built with the old routes leave now (the stream managers still route to

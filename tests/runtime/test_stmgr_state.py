@@ -493,3 +493,16 @@ def test_a_chain_connects_once_for_its_tasks_and_a_task_taken_over_stays_with_it
     assert to_chain == Send(chain, f) and to_chain.who.pid == 101 and to_chain != Send(alone, f)
     sm.handle(Disconnected(chain, 2.0))  # the retired chain leaves: task 1 stays with its new process
     assert sm.local == {1: alone} and 1 in sm.queues
+
+
+def test_a_spout_headed_chain_is_told_to_stop_but_still_read_so_its_bolts_consumed_reports_end_it():
+    """A chain spout -> bolt whose bolt also takes tuples through the stream manager: its queue over the
+    bound throttles the spout, and only its consumed reports, sent on the same connection, end that."""
+    chain = LocalTask(1, "spout", 101, ((1, "spout"), (2, "bolt")))
+    sm = started({1: 1, 2: 1}, chain)
+    out = sm.handle(FramesArrived(chain, [frame(2, count=1200)], 0.0))  # its bolt's input, from itself
+    assert sm.bp_self and backpressure(out, chain) == [True] and pauses(out, chain) == []
+    out = sm.handle(FramesArrived(chain, [control_frame(consumed=1200)], 0.5))
+    assert not sm.bp_self and backpressure(out, chain) == [False] and pauses(out, chain) == []
+    sm.handle(FramesArrived(chain, [frame(2, count=1200)], 1.0))
+    assert pauses(sm.handle(Connected(chain, 1.5)), chain) == []  # connecting while throttled: told, read
