@@ -7,7 +7,7 @@ import os
 
 from e2e_harness import wait_until
 
-COUNT, FUTURE_AT, LAG, LENGTH = 300, 100, 0.2, 0.5
+COUNT, FUTURE_AT, LAG, LENGTH = 450, 100, 1.0, 0.5
 
 
 def lines(out, pattern):
