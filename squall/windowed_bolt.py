@@ -172,8 +172,9 @@ def incremental_form(bolt: Any) -> Optional[Incremental]:
 
 def check_windowed(cls: type, where: str, config: Mapping[str, Any], input_fields: list,
                    outputs: Mapping[str, Any]) -> Optional[float]:
-    """``build()``'s checks of a ``WindowedBolt`` subclass ``cls``; returns the tick frequency its windows need
-    (processing time: they fire on ticks), else None. ``config``: the component's resolved config;
+    """``build()``'s checks of a ``WindowedBolt`` subclass ``cls``; returns the tick frequency it needs, else
+    None: processing-time windows fire on ticks; in event time a tick (each second) only refreshes the
+    upstream tasks the watermark waits for, after a plan change. ``config``: the component's resolved config;
     ``input_fields``: ``(component/stream, fields)`` of each input; ``outputs``: its declared streams."""
     name = cls.__name__
     window = cls.window
@@ -219,9 +220,9 @@ def check_windowed(cls: type, where: str, config: Mapping[str, Any], input_field
                              f"tuples from {source} have {len(fields)} ({list(fields)})")
     if config["topology.reliability.mode"] == "ATLEAST_ONCE":
         _check_completes(window, float(lag), where, name, config)
-    if window.by_count or timed:
+    if window.by_count:
         return None
-    return min(1.0, max(0.01, window.every / 10))
+    return 1.0 if timed else min(1.0, max(0.01, window.every / 10))
 
 
 def check_windows_complete(topology: Any, base: Any) -> None:

@@ -224,3 +224,15 @@ def test_random_ordered_input_gives_the_reference_windows_and_acks_each_tuple_on
     assert [(f.view.start, f.view.end, f.view.tuples) for f in fired] == reference(window, stamps)
     released = [t for f in fired for t in f.released] + [t for p in w.panes.values() for t in p.items]
     assert sorted(released) == stamps  # each tuple acked once, or still held
+
+
+def test_a_plan_change_changes_the_upstream_tasks_the_watermark_waits_for():
+    w = Windower(Window.tumbling(duration=10), timestamped=True)
+    w.expect([1, 2], 0.0)
+    feed(w, [(5, "a")], task=1)
+    feed(w, [(3, "b")], task=2)
+    assert w.watermark.value == 3
+    w.expect([1], 1.0)  # task 2 left the plan (a tick after the change)
+    assert feed(w, [(12, "c")], task=1)[1] == [(0, 10, ["a", "b"], ["a", "b"], [], ["a", "b"])]
+    w.expect([1, 3], 2.0)  # task 3 joined: it holds the watermark until it sends
+    assert feed(w, [(30, "d")], task=1)[1] == [] and w.watermark.value == 12

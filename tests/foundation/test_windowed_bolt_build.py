@@ -19,8 +19,10 @@ def build(bolt, config=None, component_config=None):
 RELIABLE = {"topology.reliability.mode": "ATLEAST_ONCE"}
 
 
-def test_a_good_windowed_bolt_builds_and_processing_time_gets_its_own_tick():
-    assert json.loads(build(wc.Totals).component("totals").config.get("topology.tick.tuple.freq.secs", "null")) is None
+def test_a_good_windowed_bolt_builds_and_gets_its_own_tick():
+    assert json.loads(build(wc.Totals).component("totals").config["topology.tick.tuple.freq.secs"]) == 1.0  # event
+    count = build(wc.CountTotals).component("totals").config
+    assert "topology.tick.tuple.freq.secs" not in count  # count windows need no tick
     ticks = build(wc.ProcessingTotals).component("totals").config
     assert json.loads(ticks["topology.tick.tuple.freq.secs"]) == 0.05
     own = build(wc.ProcessingTotals, component_config={"topology.tick.tuple.freq.secs": 0.2})
