@@ -139,7 +139,7 @@ class _WindowedOperator(_Operator, WindowedBolt):
 
 class WindowReduceBolt(_WindowedOperator):
     """``reduce_by_key_and_window``: each key's values in a window reduced with ``fn``, incrementally (one
-    ``{key: acc}`` per slide, merged per window), emitted when the window closes."""
+    ``{key: acc}`` per pane, merged per window), emitted when the window closes."""
 
     def initial(self) -> dict:
         return {}

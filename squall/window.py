@@ -1,22 +1,24 @@
 """Windows: what a ``WindowedBolt`` declares (``Window``) and what ``process_window`` gets (``WindowView``).
 
-A window is made of *panes*, one slide long (``every`` seconds, or ``every``
-tuples): pane ``p`` of a duration window is ``[p * every, (p + 1) * every)``,
-and window ``w`` is the ``size`` panes ending with pane ``w``, half-open
-``[(w - size + 1) * every, (w + 1) * every)``. So windows are aligned to
-multiples of their slide from 0, each tuple is stored once (in its pane)
-whatever the overlap, and a sliding window's length must be a whole number
-of slides. A tumbling window is one pane long. Count windows count tuples
-in their order of arrival at the task (tuple *i*, from 0, is in pane
-``i // every``), and their ``start``/``end`` are those arrival indexes.
+A window is made of *panes*: the largest length that divides both the window
+and its slide (``every``), so one slide long when the window is a whole
+number of slides. Pane ``p`` of a duration window is
+``[p * pane, (p + 1) * pane)``; the window ending with pane ``w`` is the
+``size`` panes up to it, half-open ``[(w - size + 1) * pane, (w + 1) * pane)``,
+and windows end every ``step`` panes, at multiples of their slide from 0. So
+each tuple is stored once (in its pane) whatever the overlap. A tumbling
+window is one pane long. Count windows count tuples in their order of arrival
+at the task (tuple *i*, from 0, is in pane ``i // pane``), and their
+``start``/``end`` are those arrival indexes.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Optional
 
-_WHOLE = 1e-9  # how close duration / every must be to a whole number
+_NS = 1e9  # durations are compared in whole nanoseconds (3 * 0.1 is 0.30000000000000004)
 
 
 @dataclass(frozen=True)
@@ -47,10 +49,6 @@ class Window:
         if every > length:
             raise ValueError(f"{where}: every={every} is longer than the window ({length} {unit}): tuples "
                              "between windows would be in none; make every at most the window's length")
-        ratio = length / every
-        if abs(ratio - round(ratio)) > _WHOLE * max(1.0, ratio):
-            raise ValueError(f"{where}: the window ({length} {unit}) must be a whole number of slides "
-                             f"(every={every}): windows are made of slide-long panes")
         return cls(length, every if by_count else float(every), by_count)
 
     @staticmethod
@@ -81,19 +79,36 @@ class Window:
         """Tuples (None: a duration window)."""
         return int(self.length) if self.by_count else None
 
-    @property
+    @cached_property
+    def pane(self) -> float:
+        """The panes' length: the greatest common divisor of the window's and the slide's (tuples, or
+        seconds to the nanosecond)."""
+        if self.by_count:
+            return math.gcd(int(self.length), int(self.every))
+        return math.gcd(round(self.length * _NS), round(self.every * _NS)) / _NS
+
+    @cached_property
     def size(self) -> int:
         """Panes in one window (1 for a tumbling window)."""
-        return round(self.length / self.every)
+        return round(self.length / self.pane)
+
+    @cached_property
+    def step(self) -> int:
+        """Panes from one window's end to the next's (the slide)."""
+        return round(self.every / self.pane)
+
+    def ending_from(self, p: int) -> int:
+        """The first window (by its last pane) that ends with pane ``p`` or after it."""
+        return -(-(p + 1) // self.step) * self.step - 1
 
     def boundary(self, p: int) -> float:
         """Where pane ``p`` starts, rounded to the nanosecond: 3 * 0.1 is 0.30000000000000004, and 0.3
         belongs to pane 3 of 0.1 s panes."""
-        return p * self.every if self.by_count else round(p * self.every, 9)
+        return p * self.pane if self.by_count else round(p * self.pane, 9)
 
     def pane_of(self, position: float) -> int:
         """The pane holding a timestamp (or a tuple's arrival index), exact at pane boundaries."""
-        p = math.floor(position / self.every)
+        p = math.floor(position / self.pane)
         if self.boundary(p + 1) <= position:
             return p + 1
         if self.boundary(p) > position:
@@ -110,7 +125,7 @@ class Window:
 
     def describe(self) -> str:
         unit = "tuples" if self.by_count else "s"
-        if self.size == 1:
+        if self.every == self.length:
             return f"tumbling {self.length:g} {unit}"
         return f"sliding {self.length:g} {unit} every {self.every:g} {unit}"
 

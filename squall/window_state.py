@@ -117,6 +117,7 @@ class Windower:
                  keep_tuples: bool = True) -> None:
         self.window = window
         self.size = window.size
+        self.step = window.step
         self.timestamped = timestamped
         self.watermark = Watermark(lag, idle_timeout) if timestamped else None
         self.incremental = incremental
@@ -178,7 +179,8 @@ class Windower:
         """Fire every window that holds a tuple and whose end ``mark`` has reached, oldest first."""
         fired = []
         while self.pane_ids:
-            w = self.pane_ids[0] if self.last_fired is None else max(self.last_fired + 1, self.pane_ids[0])
+            first = self.pane_ids[0] if self.last_fired is None else max(self.last_fired + 1, self.pane_ids[0])
+            w = self.window.ending_from(first)
             if self.window.end(w) > self.mark:
                 break
             fired.append(self._fire(w))
@@ -197,8 +199,8 @@ class Windower:
                 value = self.incremental.merge(value, self.panes[p].acc)
         view = WindowView(window_start(self.window, w), self.window.end(w), panes, new_from, expired,
                           value, self.incremental is not None)
-        done = 0  # panes whose last window this is: p + size - 1 <= w
-        while done < len(self.pane_ids) and self.pane_ids[done] <= w - size + 1:
+        done = 0  # panes whose last window this is (the next one starts after them): p <= w + step - size
+        while done < len(self.pane_ids) and self.pane_ids[done] <= w + self.step - size:
             done += 1
         retired = [(p, self.panes.pop(p).items) for p in self.pane_ids[:done]]
         del self.pane_ids[:done]

@@ -37,8 +37,8 @@ class WindowedBolt(Bolt):
     (``window.late.dropped``). The incremental form: define ``reduce(acc, tup)``
     (``acc`` starts as ``initial()``, None unless overridden) and, for a
     sliding window, ``merge(a, b)``, which returns a new accumulator and leaves
-    its arguments alone (a slide's accumulator is merged into several windows);
-    the window then holds one accumulator per slide, and ``window.value`` is
+    its arguments alone (a pane's accumulator is merged into several windows);
+    the window then holds one accumulator per pane (a slide, docs/windows.md), and ``window.value`` is
     the window's.
 
     Do not override ``process`` or ``process_tick``: they feed the windows.

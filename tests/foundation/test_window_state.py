@@ -44,8 +44,10 @@ def test_window_constructors_and_their_errors():
         Window.sliding(duration=10)
     with pytest.raises(ValueError, match="every=20 is longer than the window"):
         Window.sliding(duration=10, every=20)
-    with pytest.raises(ValueError, match=r"whole number of slides \(every=25\)"):
-        Window.sliding(duration=60, every=25)
+    odd = Window.sliding(duration=60, every=25)  # not a whole number of slides: 5 s panes, as Storm allows
+    assert (odd.pane, odd.size, odd.step) == (5.0, 12, 5)
+    assert [(odd.start(w), odd.end(w)) for w in (odd.ending_from(0), odd.ending_from(5))] == [(-35, 25), (-10, 50)]
+    assert (Window.sliding(count=5, every=2).pane, Window.sliding(count=5, every=2).size) == (1, 5)
     with pytest.raises(ValueError, match="count must be a positive whole number of tuples, got 2.5"):
         Window.tumbling(count=2.5)
     with pytest.raises(ValueError, match="duration must be a positive number of seconds, got -1"):
@@ -160,6 +162,16 @@ def test_sliding_count_window_first_windows_are_partial():
                    (4, 8, list("efgh"), list("gh"), list("cd"), list("ef"))]
 
 
+def test_sliding_count_window_of_no_whole_number_of_slides():
+    w = Windower(Window.sliding(count=5, every=2))  # Storm's: the last 5 tuples, every 2
+    _, out = feed(w, [(None, x) for x in "abcdefg"])
+    assert [(start, end, tuples, new, expired) for start, end, tuples, new, expired, _ in out] == [
+        (0, 2, list("ab"), list("ab"), []),
+        (0, 4, list("abcd"), list("cd"), []),
+        (1, 6, list("bcdef"), list("ef"), list("a"))]
+    assert names(w.panes[w.pane_ids[0]].items) == ["d"]  # b and c are in no later window: [3, 8) starts at d
+
+
 # processing time ------------------------------------------------------------------------------
 def test_processing_time_windows_fire_on_ticks_and_nothing_is_late():
     w = Windower(Window.tumbling(duration=1))
@@ -201,27 +213,31 @@ def test_incremental_at_least_once_keeps_tuples_to_anchor_and_ack():
 
 
 # against a plain-Python reference ----------------------------------------------------------------
-def reference(window, stamps):
-    """Every non-empty window over ``stamps`` (in order, none late), by brute force."""
+def reference(length, every, stamps):
+    """Every non-empty window over ``stamps`` (in order, none late), by brute force: windows end at
+    multiples of ``every`` (in thousandths, exact) and are ``length`` long, half-open."""
     out = []
-    first = window.pane_of(min(stamps))
-    last = window.pane_of(max(stamps))
-    for w in range(first, last + window.size):
-        inside = [ts for ts in stamps if window.start(w) <= ts < window.end(w)]
-        if inside and window.end(w) <= max(stamps):
-            out.append((window.start(w), window.end(w), inside))
+    millis = [round(ts * 1000) for ts in stamps]
+    length, every = round(length * 1000), round(every * 1000)
+    end = (min(millis) // every) * every
+    while end <= max(millis):
+        inside = [ts for ts, m in zip(stamps, millis) if end - length <= m < end]
+        if inside:
+            out.append(((end - length) / 1000, end / 1000, inside))
+        end += every
     return out
 
 
-@pytest.mark.parametrize("window", [Window.tumbling(duration=2.5), Window.sliding(duration=6, every=1.5),
-                                    Window.sliding(duration=1, every=0.1)])
-def test_random_ordered_input_gives_the_reference_windows_and_acks_each_tuple_once(window):
+@pytest.mark.parametrize("length,every", [(2.5, 2.5), (6, 1.5), (1, 0.1), (10, 4), (2.5, 1), (0.7, 0.3)])
+def test_random_ordered_input_gives_the_reference_windows_and_acks_each_tuple_once(length, every):
+    """Whole numbers of slides or not (then panes are their greatest common divisor, 0.1 s for 0.7 every 0.3)."""
     rng = random.Random(7)
     stamps = sorted(round(rng.uniform(0, 60), 3) for _ in range(400))
+    window = Window.tumbling(duration=length) if length == every else Window.sliding(duration=length, every=every)
     w = Windower(window, timestamped=True)
     w.expect([1], 0.0)
     fired = [f for ts in stamps for f in w.on_tuple(ts, ts, 1, WALL, 0)[1]]
-    assert [(f.view.start, f.view.end, f.view.tuples) for f in fired] == reference(window, stamps)
+    assert [(f.view.start, f.view.end, f.view.tuples) for f in fired] == reference(length, every, stamps)
     released = [t for f in fired for t in f.released] + [t for p in w.panes.values() for t in p.items]
     assert sorted(released) == stamps  # each tuple acked once, or still held
 
