@@ -99,9 +99,9 @@ class LocalTask:
 
 
 def takes_input(who: LocalTask) -> bool:
-    """A chain headed by a spout whose bolts also take tuples through the stream manager: their
-    ``consumed`` reports come on its connection, so reading it must not pause with its spout (the
-    spout stops on the backpressure frame; pausing would keep its bolts' queue full for ever)."""
+    """Whether a spout's connection also carries its chain's bolts (which may take tuples through the
+    stream manager too): their ``consumed`` reports come on it, so reading it must not pause with the
+    spout (the spout stops on the backpressure frame; pausing would keep its bolts' queue full for ever)."""
     return len(who.members) > 1
 
 
