@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from squall.errors import SquallError
+from squall.chaining import chains
 from squall.reports import capacity, charts, metrics, plans, recommend
 from squall.reports.model import Host
 from squall.reports.recommend import Policy
@@ -71,6 +72,8 @@ def capacity_report(options: CapacityOptions, spark: Any, progress: Optional[Spa
     offered = recommend.offered_ratios(logical.plan, agg) if logical else None
     recs = recommend.recommendations(agg, components, options.targets, options.policy, hosts, options.thresholds,
                                      offered, groupings)
+    if logical:
+        recommend.note_chains(recs, chains(logical.plan))
 
     progress.step("packing the recommendation under every policy")
     plan = _observed_plan(spark, options, source, run)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 from squall.reports import model
 from squall.reports.inputs import Targets
@@ -170,3 +170,17 @@ def component_target(name: str, stats: dict, targets: Targets, spout_mean: float
         return targets.topology_rate * ratio, (
             f"--target-rate {num(targets.topology_rate)} × observed ratio {ratio:.3g} to the spouts' rate")
     return stats.get("throughput_max") or 0.0, "observed peak throughput"
+
+
+def note_chains(recs: list, chain_list: Sequence) -> None:
+    """Say in each chained component's notes which chain it runs in (its figures are its own), and
+    where the recommended parallelisms differ within a chain, that applying them splits it: its
+    processes restart unchained (docs/runtime.md, "Chaining")."""
+    par = {r["component"]: r["recommended_parallelism"] for r in recs}
+    for chain in chain_list:
+        note = "chained: " + " -> ".join(chain)
+        if len({par.get(c) for c in chain}) > 1:
+            note += " (the recommendation splits the chain: its processes restart unchained)"
+        for r in recs:
+            if r["component"] in chain:
+                r["notes"] = "; ".join(n for n in (r["notes"], note) if n)

@@ -4,8 +4,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from squall.chaining import chains
 from squall.commandline import add_config_path_option, add_json_option, format_table, print_json
-from squall.state import open_state_manager
+from squall.state import Kind, open_state_manager
 
 
 def register(sub: Any) -> None:
@@ -24,10 +25,14 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     with open_state_manager(args.config_path) as state:
         metrics = query_metrics(state, args.name)
         health = topology_health(state, args.name)
+        chain_list = [list(chain) for chain in chains(state.get(Kind.TOPOLOGY, args.name))]
     if args.json:
-        print_json({**metrics, "status": health.status, "reasons": list(health.reasons)})
+        print_json({**metrics, "chains": chain_list, "status": health.status, "reasons": list(health.reasons)})
         return 0
     print(format_metrics(metrics, tasks=args.tasks))
+    if chain_list:
+        print("chains (one process per task of each; every component's figures are its own): "
+              + "; ".join(" -> ".join(chain) for chain in chain_list))
     print(f"\nstatus: {health.status}" + "".join(f"\n  {r.splitlines()[0]}" for r in health.reasons))
     return 0
 

@@ -43,6 +43,10 @@ def test_chained_word_count_is_exact_and_reports_every_component(cluster, tmp_pa
     assert metrics["components"]["sentences"]["emitted"] == 2000
     assert metrics["components"]["split"]["emitted"] == TOTAL
     assert sorted(t["executed"] for t in metrics["tasks"].values() if t["component"] == "split") == [1000, 1000]
+    assert metrics["chains"] == [["sentences", "split"]]
+    text, _ = cluster.squall("metrics", "wc_finite")
+    assert "chains (one process per task of each; every component's figures are its own): sentences -> split" \
+        in text
     cluster.squall("kill", "wc_finite")
 
 

@@ -44,6 +44,9 @@ def test_applied_report_sustains_its_target(cluster, spark, tmp_path, case, basi
         # At most twice the smallest parallelism that sustains the target (>= 2: one does not).
         assert rec["recommended_parallelism"] <= most, rec["parallelism_formula"]
         assert rec["recommended_parallelism"] * rec["capacity_per_instance"] >= case.target * 1.2
+        # the spout and the bolt ran chained (one process); the bolt's new parallelism splits them
+        assert (f"chained: source -> {case.bolt} (the recommendation splits the chain: its processes restart "
+                "unchained)") in rec["notes"]
 
         out, _ = cluster.squall("update", case.topology, "--from-report", loop.report_dir, "--dry-run")
         assert f"  {case.bolt:<16} parallelism  1 -> {rec['recommended_parallelism']}\n" in out

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from squall.reports import model
+from squall.reports import model, recommend
 from squall.reports.capacity_report import CapacityOptions, capacity_report
 from squall.reports.inputs import parse_targets
 from squall.reports.metrics import Thresholds
@@ -100,3 +100,14 @@ def test_word_count_on_an_oversubscribed_host_keeps_a_plan_that_carries_its_inpu
     assert count["recommended_parallelism"] >= 2
     assert count["recommended_parallelism"] * count["capacity_per_instance"] >= 8000 * 1.2
     assert "more instances on that host get less each" in count["notes"]
+
+
+def test_chained_components_are_noted_and_a_recommendation_that_splits_a_chain_says_so():
+    recs = [{"component": c, "recommended_parallelism": p, "notes": n}
+            for c, p, n in [("spout", 2, ""), ("split", 2, "skew 1.50"), ("count", 4, ""), ("sink", 1, "")]]
+    recommend.note_chains(recs, [("spout", "split"), ("count", "sink")])
+    notes = {r["component"]: r["notes"] for r in recs}
+    assert notes["spout"] == "chained: spout -> split"
+    assert notes["split"] == "skew 1.50; chained: spout -> split"
+    assert notes["count"] == notes["sink"] == (
+        "chained: count -> sink (the recommendation splits the chain: its processes restart unchained)")
