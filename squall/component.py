@@ -13,6 +13,7 @@ from squall.stream import DEFAULT_STREAM, Stream
 
 SYSTEM_COMPONENT = "__system"
 TICK_STREAM = "__tick"
+TICK_FREQ_KEY = "topology.tick.tuple.freq.secs"  # a component may set its own (Storm's per-component ticks)
 
 
 class TupleSource:

@@ -10,7 +10,7 @@ import json
 import re
 from typing import Any, Mapping, Optional, Sequence
 
-from squall.component import Bolt, Spout
+from squall.component import TICK_FREQ_KEY, Bolt, Spout
 from squall.conf import Config, ConfigError, base_config, unknown_key_warning
 from squall.errors import TopologyError
 from squall.idl import schema
@@ -18,8 +18,6 @@ from squall.importing import qualified_name
 from squall.spec import ComponentSpec, StreamRef, _PendingRef
 from squall.stream import DEFAULT_STREAM, Grouping, GroupingSpec, Stream, encode_custom
 from squall.windowed_bolt import WindowedBolt, check_windowed
-
-TICK_KEY = "topology.tick.tuple.freq.secs"
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -231,7 +229,7 @@ class _Validator:
                             for i in inputs]
             tick = check_windowed(spec.cls, where, resolved, input_fields, self.streams[spec.name])
             if tick is not None:
-                config.setdefault(TICK_KEY, tick)  # the component's own tick frequency (Storm's)
+                config.setdefault(TICK_FREQ_KEY, tick)  # the component's own tick frequency (Storm's)
         return schema.Component(
             name=spec.name,
             kind=getattr(schema.ComponentKind, spec.kind),

@@ -36,7 +36,7 @@ NEVER = float("-inf")
 
 
 class _Pane:
-    """One slide's worth of a window: its tuples (if kept) and, incrementally, their accumulator."""
+    """One pane of a window: its tuples (if kept) and, incrementally, their accumulator."""
 
     __slots__ = ("items", "acc")
 

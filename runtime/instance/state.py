@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 import msgpack
 
+from squall.component import TICK_FREQ_KEY
 from squall.idl import schema
 from squall.runtime.instance.batch import Batch
 from squall.runtime.protocol import ACK, CONTROL, DATA, ProtocolError, data_frame, decode_control, frame_count
@@ -24,7 +25,6 @@ from squall.runtime.routing import RoutingError, build_routes, str_key_cache
 from squall.runtime.user_errors import UserErrors
 
 log = logging.getLogger("squall.runtime.instance")
-TICK_KEY = "topology.tick.tuple.freq.secs"
 
 
 class Timers:
@@ -55,9 +55,9 @@ def _own_tick(topology: Any, component_name: str, config: Any) -> Optional[float
     per-component tick frequency; a windowed bolt's build() sets it), else ``config``'s."""
     from squall.logical import component_config, find_component
 
-    if TICK_KEY in find_component(topology, component_name).config:
-        return component_config(topology, component_name)[TICK_KEY]
-    return config[TICK_KEY]
+    if TICK_FREQ_KEY in find_component(topology, component_name).config:
+        return component_config(topology, component_name)[TICK_FREQ_KEY]
+    return config[TICK_FREQ_KEY]
 
 
 class InstanceState:
