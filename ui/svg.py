@@ -121,8 +121,9 @@ def dag(components: list, values: dict, labels: dict, links: dict, chains: Itera
     height = pad * 2 + max(rows.values(), default=1) * (box_h + gap_y) - gap_y
     out = [f'<svg class="dag" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
            f'xmlns="http://www.w3.org/2000/svg" role="img" aria-label="topology graph">',
-           '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
-           'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#555"/></marker></defs>']
+           # the arrowhead's size in pixels, not in stroke widths: a chained edge's would cover its label
+           '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="10" markerHeight="10" '
+           'markerUnits="userSpaceOnUse" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#555"/></marker></defs>']
     for c in components:
         for i in c["inputs"]:
             if i["component"] not in place:
