@@ -59,8 +59,8 @@ def main() -> None:
         inst.on_plan(physical_plan())
     sentences = [[word_count.sentence(i)] for i in range(1000)]
     words = [[w] for (s,) in sentences for w in s.split()]
-    sentence_frame = data_frame(4, msgpack.packb([3, [["default", sentences]]]))
-    word_frame = data_frame(1, msgpack.packb([4, [["default", words]]]))
+    sentence_frame = data_frame(4, msgpack.packb([3, [["default", sentences]], 0]))
+    word_frame = data_frame(1, msgpack.packb([4, [["default", words]], 0]))
 
     def instances() -> tuple:
         t0 = time.perf_counter()

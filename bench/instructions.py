@@ -64,7 +64,7 @@ def run_task(component: str, frames: int) -> None:
             inst.out.clear()
         return
     src, batch = (TASKS["sentence"], sentences) if component == "split" else (TASKS["split"], words)
-    frame = data_frame(TASKS[component], msgpack.packb([src, [["default", batch]]]))
+    frame = data_frame(TASKS[component], msgpack.packb([src, [["default", batch]], 0]))
     for _ in range(frames):
         inst.on_data(frame, 0.0)
         inst.out.clear()

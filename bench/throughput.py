@@ -135,7 +135,7 @@ def feeder(port: int, seconds: float, batch: int) -> None:
 
     conn = BlockingConnection.connect("127.0.0.1", port, SECRET, schema.Role.INSTANCE, 1, task_id=1,
                                       component="feeder")
-    frame = data_frame(2, msgpack.packb([1, [["default", [[WORDS[i % len(WORDS)]] for i in range(batch)]]]]))
+    frame = data_frame(2, msgpack.packb([1, [["default", [[WORDS[i % len(WORDS)]] for i in range(batch)]]], 0]))
     chunk = frame * 16
     time.sleep(0.3)  # let the sink connect
     deadline = time.monotonic() + seconds

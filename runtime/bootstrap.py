@@ -142,6 +142,12 @@ class RuntimeEnv:
                 return c
         return None
 
+    def checkpoint_storage(self) -> Any:
+        """Where checkpoints' state is written (``squall.state.storage``; ``state/storage.py``)."""
+        from squall.state.storage import open_storage
+
+        return open_storage(self.config["squall.state.storage"], self.run_dir)
+
     def close(self) -> None:
         self.state.close()
 

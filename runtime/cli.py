@@ -30,6 +30,10 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         print_json({**metrics, "chains": chain_list, "status": health.status, "reasons": list(health.reasons)})
         return 0
     print(format_metrics(metrics, tasks=args.tasks))
+    if "checkpoints" in metrics:
+        from squall.runtime.checkpoints import describe_checkpoints
+
+        print(describe_checkpoints(metrics["checkpoints"]))
     if chain_list:
         print("chains (one process per task of each; every component's figures are its own): "
               + "; ".join(" -> ".join(chain) for chain in chain_list))

@@ -72,6 +72,10 @@ def query_metrics(state_manager: Any, topology_name: str, timeout: float = 5.0,
         "components": {s.component: _summary(s) for s in resp.components},
         "tasks": {s.task_id: {"component": s.component, **_summary(s)} for s in resp.tasks},
     }
+    if resp.checkpoints is not None:
+        from squall.runtime.checkpoints import checkpoint_figures
+
+        out["checkpoints"] = checkpoint_figures(resp.checkpoints)
     if series:
         out["series"] = {}
         for p in resp.series or []:

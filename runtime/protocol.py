@@ -2,9 +2,10 @@
 
 Every message is a frame: a 4-byte big-endian length of what follows, a
 1-byte frame type, then the body. Bodies are Thrift structs of the IDL
-(CHALLENGE, HELLO, CONTROL) or, for DATA and ACK, a 4-byte destination task
-id and a 4-byte tuple count followed by a msgpack batch that only the
-destination instance decodes.
+(CHALLENGE, HELLO, CONTROL) or, for DATA, ACK and MARKER, a 4-byte destination
+task id and a 4-byte tuple count followed by a msgpack body that only the
+destination instance decodes (DATA: ``[sender task, runs, epoch]``; MARKER:
+``[sender task, checkpoint id, epoch]``, docs/state.md).
 
 Every connection starts with the server's CHALLENGE (a random nonce) and the
 client's HELLO carrying HMAC-SHA256(secret, nonce) and the protocol version.
@@ -30,14 +31,16 @@ from squall.idl import DecodeError, decode, encode, schema
 
 log = logging.getLogger(__name__)
 
-CHALLENGE, HELLO, DATA, CONTROL, ACK = 1, 2, 3, 4, 5
-FRAME_TYPES = {CHALLENGE: "CHALLENGE", HELLO: "HELLO", DATA: "DATA", CONTROL: "CONTROL", ACK: "ACK"}
-ROUTED = (DATA, ACK)  # frames a stream manager forwards by their destination task
+CHALLENGE, HELLO, DATA, CONTROL, ACK, MARKER = 1, 2, 3, 4, 5, 6
+FRAME_TYPES = {CHALLENGE: "CHALLENGE", HELLO: "HELLO", DATA: "DATA", CONTROL: "CONTROL", ACK: "ACK",
+               MARKER: "MARKER"}
+ROUTED = (DATA, ACK, MARKER)  # frames a stream manager forwards by their destination task
 
 # 2: DATA/ACK headers carry a tuple count, ACK frames exist, HELLO carries the version.
 # 3: at least once, a run carried edge ids and spans of roots (not [edge, root, ...] per tuple).
 # 4: at least once, a run carries spans of [start, roots, value] (one root: a bare int), no per-tuple id.
-PROTOCOL_VERSION = 4
+# 5: a DATA batch carries its sender's epoch; MARKER frames (a checkpoint's, in line with the data).
+PROTOCOL_VERSION = 5
 
 HEADER = struct.Struct(">IB")  # length of (type + body), type
 DEST = struct.Struct(">I")

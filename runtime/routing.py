@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import msgpack
 
 from squall.idl import schema
+from squall.stateful import stable_hash
 
 G = schema.GroupingKind
 _PARTIAL_SEED = 0x9E3779B9
@@ -25,11 +26,6 @@ class RoutingError(ValueError):
 
 
 _packb = msgpack.Packer(use_bin_type=True).pack
-
-
-def stable_hash(key_values: Sequence[Any]) -> int:
-    """A hash of key values that is the same in every process and run."""
-    return zlib.crc32(_packb(list(key_values)))
 
 
 # Fields groupings remember the task of up to this many ``str`` keys (a dict
@@ -72,9 +68,15 @@ def str_key_cache(compute: Callable[[Any], Any]) -> tuple:
     return known, miss
 
 
-def _fields(tasks: list, idx: list) -> Callable[[Any], int]:
+def _fields(tasks: list, idx: list, key_groups: Optional[int] = None) -> Callable[[Any], int]:
+    """Fields grouping; into a stateful component (``key_groups``), by the owner of the key's group
+    (``squall/stateful.py``), so its keyed state can follow a rescale."""
     n = len(tasks)
     crc = zlib.crc32
+    if key_groups:
+        g = key_groups
+        tasks = [tasks[group * n // g] for group in range(g)]  # the owner of each key group
+        n = g
     if len(idx) != 1:  # stable_hash inlined: this runs for every tuple
         return lambda values: tasks[crc(_packb([values[k] for k in idx])) % n]
     k = idx[0]
@@ -172,6 +174,15 @@ class StreamRoute:
         return out
 
 
+def _key_groups(topology: Any, consumer: Any) -> Optional[int]:
+    """A stateful consumer's ``squall.state.key.groups`` (None for others)."""
+    if not consumer.stateful:
+        return None
+    from squall.logical import component_config
+
+    return int(component_config(topology, consumer.name)["squall.state.key.groups"])
+
+
 def build_routes(
     topology: Any,
     component: str,
@@ -208,7 +219,7 @@ def build_routes(
             elif kind in (G.SHUFFLE, G.NONE):
                 chooser = _round_robin(tasks)
             elif kind == G.FIELDS:
-                chooser = _fields(tasks, idx)
+                chooser = _fields(tasks, idx, _key_groups(topology, consumer))
             elif kind == G.ALL:
                 chooser = (lambda ts: lambda values: ts)(list(tasks))
             elif kind == G.GLOBAL:

@@ -13,7 +13,7 @@ Connections are named by typed identities: ``LocalTask`` (a local
 instance, one per task), ``PeerOut`` / ``PeerIn`` (the outbound and inbound
 links to another container's stream manager) and ``TMasterLink``.
 
-Routing: a DATA or ACK frame is never decoded; its header names the
+Routing: a DATA, ACK or MARKER frame is never decoded; its header names the
 destination task and the tuples it holds. It goes to the local instance of
 that task, or unchanged to the stream manager of the container holding it
 (one outbound link per other container; inbound links are only read). While
@@ -65,8 +65,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple, Optional, Union
 
 from squall.idl import schema
-from squall.runtime.protocol import (ACK, CONTROL, DATA, DEST_COUNT, HEADER_SIZE, ProtocolError, control_frame,
-                                     decode_control)
+from squall.runtime.protocol import (ACK, CONTROL, DATA, DEST_COUNT, HEADER_SIZE, MARKER, ProtocolError,
+                                     control_frame, decode_control)
 from squall.runtime.queue_bound import QueueBound
 
 log = logging.getLogger(__name__)
@@ -340,23 +340,27 @@ class StreamManagerState:
         if kind is LocalTask:
             for f in ev.frames:
                 ftype = f[4]
-                if ftype == DATA or ftype == ACK:
+                if ftype == DATA or ftype == ACK or ftype == MARKER:
                     self._route(f, out, now)
                 elif ftype == CONTROL:
                     try:
-                        consumed = decode_control(f).consumed
+                        msg = decode_control(f)
                     except ProtocolError as e:
                         return self._close(who, str(e), out, now)
-                    if consumed is None:
+                    if msg.consumed is not None:
+                        self._consumed(who.task, msg.consumed, out, now)
+                    elif msg.checkpoint is not None:
+                        if self.tmaster is not None:  # lost otherwise: the coordinator times the step out
+                            out.append(Send(self.tmaster, f))
+                    else:
                         return self._close(who, f"unexpected control message from task {who.task}", out, now)
-                    self._consumed(who.task, consumed, out, now)
                 else:
                     return self._close(who, f"unexpected frame type {ftype} from task {who.task}", out, now)
         elif kind is PeerIn:
             local = self.local
             for f in ev.frames:
                 ftype = f[4]
-                if ftype == DATA or ftype == ACK:
+                if ftype == DATA or ftype == ACK or ftype == MARKER:
                     dest, count = _unpack_dest_count(f, HEADER_SIZE)
                     task = local.get(dest)
                     if task is not None:
@@ -385,6 +389,8 @@ class StreamManagerState:
                     return self._close(who, str(e), out, now)
                 if msg.physical_plan is not None:
                     self._set_plan(msg.physical_plan, f, out, now)
+                elif msg.checkpoint is not None:
+                    self._checkpoint(msg.checkpoint, f, out, now)
                 elif msg.register_response is not None and not msg.register_response.ok:
                     log.error("topology master refused registration: %s", msg.register_response.error)
         else:
@@ -650,6 +656,24 @@ class StreamManagerState:
         self._update_congestion(out, now)  # a dropped link's buffer or blocked transport is gone
         log.info("physical plan %s (%s): %d instances, %d stream managers", pplan.packing_plan_id,
                  schema.TopologyStatus._VALUES_TO_NAMES.get(pplan.status), len(pplan.instances), len(pplan.stmgrs))
+
+    # checkpoints ---------------------------------------------------------------------
+    def _checkpoint(self, msg: Any, f: bytes, out: list, now: float) -> None:
+        """A checkpoint step from the topology master, for local tasks: START to the spouts, the rest to
+        every task. On RESTORE what is held here, or buffered for a down link, is of the old epoch: gone."""
+        spouts_only = msg.step == schema.CheckpointStep.START
+        for who in self.connections():
+            if not spouts_only or who.component in self.spouts:
+                out.append(Send(who, f))
+        if msg.step == schema.CheckpointStep.RESTORE:
+            dropped = sum(map(len, self.held.values())) + sum(l.buffered for l in self.peers.values())
+            self.held.clear()
+            self.held_bytes = 0
+            for link in self.peers.values():
+                link.buffer, link.buffered = [], 0
+            if dropped:
+                log.info("restore in epoch %d: dropped %d bytes of frames held here", msg.epoch, dropped)
+            self._update_congestion(out, now)
 
     def _drop_link(self, link: PeerLink, out: list) -> None:
         if self.peers.get(link.container) is link:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from squall.idl import schema
+from squall.runtime.checkpoints import Broadcast, CheckpointCoordinator, Collect, Record, checkpoint_figures
 from squall.runtime.metrics_sender import MetricsSender
 from squall.runtime.metrics_store import MetricsStore
 from squall.runtime.protocol import (Connection, HandshakeGate, ProtocolError, control_frame, decode_control,
@@ -137,6 +138,7 @@ class TMaster:
         self._writes: Optional[asyncio.Queue] = None
         self.unpublished = False  # a plan change came while leadership was unconfirmed
         self.gate = HandshakeGate()
+        self.checkpoints: Optional[CheckpointCoordinator] = None  # a topology that checkpoints
 
     def leading(self) -> bool:
         """In a term: connections are served (leader-only work also needs ``election.holds()``)."""
@@ -185,13 +187,18 @@ class TMaster:
                 self.on_register(conn, msg.register_stmgr)
             elif isinstance(who, StMgrPeer) and msg.heartbeat is not None:
                 pass
+            elif isinstance(who, StMgrPeer) and msg.checkpoint is not None:
+                if self.checkpoints is not None:
+                    self.carry_out(self.checkpoints.on_report(msg.checkpoint, time.monotonic()))
             elif msg.metrics is not None and isinstance(who, (MetricsMgrPeer, StMgrPeer)):
                 for row in msg.metrics:
                     self.metrics.add(row)
             elif isinstance(who, ClientPeer) and msg.metrics_query is not None:
                 q = msg.metrics_query
-                conn.write(control_frame(metrics_response=self.metrics.response(q.component, q.window_secs,
-                                                                                bool(q.series))))
+                response = self.metrics.response(q.component, q.window_secs, bool(q.series))
+                if self.checkpoints is not None:
+                    response.checkpoints = self.checkpoints.stats()
+                conn.write(control_frame(metrics_response=response))
             else:
                 raise ProtocolError(f"unexpected control message from {who}")
 
@@ -227,21 +234,59 @@ class TMaster:
         frame = control_frame(physical_plan=pplan)
         for conn in self.stmgrs.values():
             conn.write(frame)
-        self._writes.put_nowait((Kind.PHYSICAL_PLAN, pplan))
+        self._writes.put_nowait((Kind.PHYSICAL_PLAN, pplan, ()))
         self.published = pplan
         log.info("physical plan published: %d instances, status %s", len(pplan.instances),
                  schema.TopologyStatus._VALUES_TO_NAMES.get(pplan.status))
+        if self.checkpoints is not None:
+            self.carry_out(self.checkpoints.on_plan(pplan, time.monotonic()))
+
+    # checkpoints ---------------------------------------------------------------------------
+    def carry_out(self, actions: list) -> None:
+        """The checkpoint coordinator's actions, in order."""
+        from squall.state import Kind
+
+        for action in actions:
+            if isinstance(action, Broadcast):
+                frame = control_frame(checkpoint=action.message)
+                for conn in self.stmgrs.values():
+                    conn.write(frame)
+            elif isinstance(action, Record):
+                self._writes.put_nowait((Kind.CHECKPOINTS, action.record, action.then))
+            elif isinstance(action, Collect):
+                self.loop.create_task(asyncio.to_thread(self.collect, set(action.keep)))
+
+    def collect(self, keep: set) -> None:
+        """Delete every checkpoint in storage but ``keep`` (a worker thread)."""
+        from squall.state.storage import checkpoint_dir, checkpoint_ids
+
+        try:
+            storage = self.env.checkpoint_storage()
+            for cid in checkpoint_ids(storage, self.env.name):
+                if cid not in keep:
+                    storage.delete(checkpoint_dir(self.env.name, cid))
+        except Exception as e:  # storage may be unreachable for a while: the next collection retries
+            log.warning("cannot delete old checkpoints: %s", e)
+
+    async def tick_checkpoints(self) -> None:
+        while True:
+            await asyncio.sleep(min(0.1, self.checkpoints.interval / 4))
+            if self.election.holds():
+                self.carry_out(self.checkpoints.on_tick(time.monotonic()))
 
     async def write_state(self) -> None:
         """The one writer of this leader's records, in order, each only while it still leads."""
         while True:
-            kind, value = await self._writes.get()
+            kind, value, then = await self._writes.get()
             if not self.election.holds():
                 continue
             try:
                 await asyncio.to_thread(self.env.state.put, kind, self.env.name, value)
             except Exception as e:  # a StateError, or kazoo's own while the session is going
                 log.warning("cannot write %s: %s", kind.value, e)
+                continue
+            if self.leading():
+                self.carry_out(list(then))
 
     def on_packing(self, packing: Any) -> None:
         if self.builder is None or packing is None or packing == self.builder.packing:
@@ -301,6 +346,7 @@ class TMaster:
         packing = await asyncio.to_thread(get, Kind.PACKING_PLAN, env.name) or env.packing
         await asyncio.to_thread(env.state.put, Kind.TMASTER, env.name, location)
         self.builder = PlanBuilder(env.name, location, packing, execution.status)
+        self.checkpoints = await asyncio.to_thread(self.checkpoint_coordinator)
         call = self.loop.call_soon_threadsafe
         watch = env.state.watch  # registering a ZooKeeper watch reads the node: not on the loop
         cancels = [
@@ -309,6 +355,8 @@ class TMaster:
         ]
         tasks = [self.loop.create_task(t) for t in (self.check_heartbeats(), self.write_state(),
                                                      self.watch_lease())]
+        if self.checkpoints is not None:
+            tasks.append(self.loop.create_task(self.tick_checkpoints()))
         log.info("leading: topology master of %r serving on %s:%d", env.name, location.host,
                  location.control_port)
         try:
@@ -324,6 +372,20 @@ class TMaster:
             self.builder = None
             if self.stopped.is_set() and self.election.holds():
                 await asyncio.to_thread(env.state.delete, Kind.TMASTER, env.name)
+
+    def checkpoint_coordinator(self) -> Optional[CheckpointCoordinator]:
+        """This term's coordinator, from the record of earlier terms (a topology that checkpoints)."""
+        from squall.state import Kind
+        from squall.stateful import checkpointing
+
+        config = self.env.config
+        if not checkpointing(self.env.topology, config):
+            return None
+        return CheckpointCoordinator(float(config["topology.state.checkpoint.interval.secs"]),
+                                     float(config["squall.state.checkpoint.timeout.secs"]),
+                                     int(config["squall.state.checkpoints.kept"]),
+                                     config["topology.reliability.mode"],
+                                     self.env.state.get(Kind.CHECKPOINTS, self.env.name))
 
     # lifecycle -------------------------------------------------------------------------
     async def check_heartbeats(self) -> None:
@@ -346,6 +408,8 @@ class TMaster:
             await asyncio.sleep(bucket)
             now = time.time()
             user = {"stmgrs": len(self.stmgrs), "leading": self.leading()}
+            if self.checkpoints is not None:
+                user["checkpoints"] = checkpoint_figures(self.checkpoints.stats())
             await sender.send(schema.MetricsRow(
                 ts=now, interval_secs=now - last, process="tmaster", component="__tmaster", task_id=None,
                 emit_count=0, execute_count=0, ack_count=0, fail_count=0, queue_depth=0, backpressure_ms=0.0,

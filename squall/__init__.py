@@ -5,6 +5,7 @@ The public topology API: spouts, bolts, streams, groupings and builders.
 from squall.component import Bolt, ReliableSpout, Spout, TopologyContext, Tuple, TupleBatch
 from squall.errors import SquallError, TopologyError
 from squall.metrics import CountMetric, MeanMetric, MultiCountMetric
+from squall.stateful import KeyValueState, StatefulBolt, StatefulSpout
 from squall.stream import CustomGrouping, Grouping, Stream
 from squall.topology import Topology, TopologyBuilder
 from squall.streamlet import Builder, Streamlet
@@ -19,11 +20,14 @@ __all__ = [
     "CountMetric",
     "CustomGrouping",
     "Grouping",
+    "KeyValueState",
     "MeanMetric",
     "MultiCountMetric",
     "ReliableSpout",
     "Spout",
     "SquallError",
+    "StatefulBolt",
+    "StatefulSpout",
     "Stream",
     "Streamlet",
     "Topology",

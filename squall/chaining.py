@@ -15,7 +15,9 @@ runs in the process of task *i* of the head (its *chain instance*). The edge
   config, ``--config-property``) is ``auto`` for ``D`` (``head`` starts a new
   chain at ``D``, ``off`` keeps ``D`` out of chains) and not ``off`` for ``U``;
 - a component is chained to one successor and from one predecessor at most:
-  where several qualify, the first by name.
+  where several qualify, the first by name;
+- the topology runs no checkpoints (a stateful component, or EFFECTIVELY_ONCE):
+  a checkpoint's markers are aligned per task at its process's connection.
 
 Pure: a function of the logical plan and the configuration, so packing (a chain
 instance is one unit), the executor (one process), the runtime and the CLI agree.
@@ -52,8 +54,12 @@ def chains(topology: Any, base: Optional[Config] = None) -> list:
     """The topology's chains of two or more components, each a tuple of component names from head to
     tail, in the order of their heads' names. Components in none run one process per task."""
     from squall.logical import component_config, topology_config
+    from squall.stateful import checkpointing
 
-    reliable = topology_config(topology, base)["topology.reliability.mode"] == "ATLEAST_ONCE"
+    config = topology_config(topology, base)
+    if checkpointing(topology, config):
+        return []  # a checkpoint's markers are aligned per process: one task each (docs/state.md)
+    reliable = config["topology.reliability.mode"] == "ATLEAST_ONCE"
     by_name = {c.name: c for c in topology.components}
     mode = {name: component_config(topology, name, base)[CHAINING_KEY] for name in by_name}
     successor: dict = {}

@@ -11,6 +11,7 @@ from squall.conf.resolve import parse_properties
 from squall.loader import load_topology_file
 from squall.logical import with_overrides
 from squall.topology import Topology
+from squall.stateful import check_stateful
 from squall.windowed_bolt import check_windows_complete
 
 
@@ -45,6 +46,7 @@ def load_topology(args: argparse.Namespace) -> tuple[Topology, Config]:
     if overrides:
         topology.plan = with_overrides(topology.plan, overrides)
     check_windows_complete(topology.plan, base)
+    check_stateful(topology.plan, base)
     for warning in topology.warnings:
         warn(warning)
     return topology, base

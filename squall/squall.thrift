@@ -65,6 +65,8 @@ struct Component {
   // A bolt's class acks each tuple when process() returns (Bolt.auto_ack): at
   // least once, only such bolts are chained (squall/chaining.py).
   8: optional bool auto_ack,
+  // a StatefulBolt or StatefulSpout (squall/stateful.py): its state is saved at every checkpoint
+  9: optional bool stateful,
 }
 
 struct Topology {
@@ -366,6 +368,66 @@ struct MetricsResponse {
   1: required list<MetricsSummary> components,
   2: required list<MetricsSummary> tasks,
   3: optional list<MetricsPoint> series,
+  4: optional CheckpointStats checkpoints,
+}
+
+// ------------------------------------------------------ checkpoints (docs/state.md)
+
+enum CheckpointStep {
+  // tmaster -> stream managers -> their spout tasks: save your state, then send markers downstream
+  START = 1,
+  // instance -> its stream manager -> tmaster: task_id saved its state for checkpoint_id
+  SAVED = 2,
+  // tmaster -> every task: checkpoint_id is complete (post_save; held acks go)
+  DONE = 3,
+  // tmaster -> every task: roll back to checkpoint_id (0: the empty state) and enter epoch
+  RESTORE = 4,
+  // instance -> tmaster: task_id restored checkpoint_id in epoch
+  RESTORED = 5,
+  // tmaster -> every task: every task has restored; go on in epoch
+  RESUME = 6,
+}
+
+struct CheckpointMessage {
+  1: required CheckpointStep step,
+  2: required i64 checkpoint_id,
+  3: optional i64 epoch,
+  4: optional i32 task_id,
+  // SAVED: bytes written, ms to write them, ms from the first marker to the last (alignment)
+  5: optional i64 bytes,
+  6: optional double save_ms,
+  7: optional double align_ms,
+}
+
+// One complete checkpoint: every task of the plan saved its state.
+struct CheckpointRecord {
+  1: required i64 checkpoint_id,
+  2: required string packing_plan_id,
+  3: required double time,
+  4: required i64 bytes,
+  5: required double duration_ms,
+  6: required double align_ms,
+}
+
+// checkpoints/<topology>: written by the topology master.
+struct Checkpoints {
+  // complete checkpoints, newest first (the first is what a rollback restores)
+  1: required list<CheckpointRecord> complete,
+  // the highest checkpoint id and epoch ever used: a new topology master goes on above them
+  2: required i64 last_id,
+  3: required i64 epoch,
+}
+
+// The topology master's figures of its checkpoints (squall metrics, the capacity report).
+struct CheckpointStats {
+  1: required double interval_secs,
+  2: required i64 completed,
+  3: required i64 failed,
+  4: required i64 restores,
+  5: optional CheckpointRecord last,
+  // kill -> every task restored and resumed, of the last restore
+  6: optional double last_restore_ms,
+  7: required string mode,
 }
 
 // The one control message: exactly one field is set.
@@ -380,4 +442,5 @@ struct Control {
   8: optional MetricsResponse metrics_response,
   // instance -> its stmgr: tuples of DATA frames it has processed since the last report
   9: optional i64 consumed,
+  10: optional CheckpointMessage checkpoint,
 }

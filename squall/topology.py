@@ -17,6 +17,7 @@ from squall.idl import schema
 from squall.importing import qualified_name
 from squall.spec import ComponentSpec, StreamRef, _PendingRef
 from squall.stream import DEFAULT_STREAM, Grouping, GroupingSpec, Stream, encode_custom
+from squall.stateful import check_stateful, is_stateful
 from squall.windowed_bolt import WindowedBolt, check_windowed
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -161,12 +162,14 @@ class _Validator:
         if not any(s.kind == "SPOUT" for s in self.specs):
             raise TopologyError(f"topology {self.name!r} has no spout: add one with add_spout()")
         components = [self._component(spec, base) for spec in self.specs]
-        return schema.Topology(
+        plan = schema.Topology(
             name=self.name,
             components=components,
             config=encode_config(self.config, "config"),
             overrides={},
         )
+        check_stateful(plan, base)
+        return plan
 
     def _check_config(self, base: Config, layer: Any, where: str) -> None:
         if layer is None:
@@ -242,6 +245,7 @@ class _Validator:
             inputs=inputs,
             config=encode_config(config, f"{where}.config"),
             auto_ack=bool(getattr(spec.cls, "auto_ack", True)) if spec.kind == "BOLT" else None,
+            stateful=is_stateful(spec.cls) or None,
         )
 
     def _inputs(self, spec: ComponentSpec, where: str) -> list:

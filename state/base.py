@@ -35,6 +35,7 @@ class Kind(enum.Enum):
     SCHEDULER = "schedulers"
     LOCK = "locks"
     CONTAINER = "containers"
+    CHECKPOINTS = "checkpoints"
 
     @property
     def struct(self) -> Optional[type]:
@@ -103,6 +104,7 @@ _STRUCTS = {
     Kind.TMASTER: schema.TMasterLocation,
     Kind.SCHEDULER: schema.SchedulerLocation,
     Kind.CONTAINER: schema.ContainerStatus,
+    Kind.CHECKPOINTS: schema.Checkpoints,
 }
 
 

@@ -11,7 +11,7 @@ import msgpack
 from squall.component import SYSTEM_COMPONENT, TICK_STREAM, Tuple, TupleSource
 from squall.runtime.instance.state import InstanceState
 from squall.runtime.instance.tuples import process_run
-from squall.runtime.protocol import DATA_HEADER_SIZE, control_frame
+from squall.runtime.protocol import DATA_HEADER_SIZE, control_frame, frame_count
 
 
 class BoltInstance(InstanceState):
@@ -43,7 +43,16 @@ class BoltInstance(InstanceState):
         (a scale-up reached the sender first): the caller keeps the frame until
         a plan names its sender, so every tuple gets its component and fields.
         """
-        src, runs = msgpack.unpackb(memoryview(frame_bytes)[DATA_HEADER_SIZE:], raw=False)
+        src, runs, epoch = msgpack.unpackb(memoryview(frame_bytes)[DATA_HEADER_SIZE:], raw=False)
+        checkpoint = self.checkpoint
+        if checkpoint is not None:
+            if epoch != self.epoch:
+                checkpoint.stale_frames += 1
+                self.discarded([frame_bytes])
+                return 0
+            if checkpoint.holds(src):
+                checkpoint.hold(frame_bytes)  # not consumed until handled: a long alignment backpressures
+                return 0
         comp = self.task_component.get(src)
         if comp is None:
             return None
@@ -71,6 +80,10 @@ class BoltInstance(InstanceState):
         self.process_calls += done
         self.process_time += done * ((t_end - t_start) / 2 + (t_start - arrived))
         self.consumed += done
+
+    def discarded(self, frames: list) -> None:
+        """Their tuples count as consumed: the stream manager's bound on this task's queue counts them."""
+        self.consumed += sum(map(frame_count, frames))
 
     def tick(self) -> None:
         self.component.process_tick(Tuple(None, SYSTEM_COMPONENT, TICK_STREAM, -1, [], ()))

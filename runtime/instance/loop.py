@@ -75,8 +75,10 @@ def _instance(env: Any, component: str, task: int) -> tuple:
     cplan = env.container_plan()
     members = chain_instances(chains(env.topology), [i.id for i in cplan.instances]).get(task)
     if members is None:
-        return make_instance(env.topology, component, task, env.args.container, env.config,
-                             batch_size=batch_size), None
+        inst = make_instance(env.topology, component, task, env.args.container, env.config, batch_size=batch_size)
+        if inst.checkpoint is not None:
+            inst.checkpoint.storage = env.checkpoint_storage()
+        return inst, None
     instances = []
     for k, (name, t) in enumerate(members):
         after = {members[k + 1][0]: members[k + 1][1]} if k + 1 < len(members) else None

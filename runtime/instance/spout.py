@@ -31,7 +31,8 @@ class SpoutInstance(InstanceState):
     @property
     def may_emit(self) -> bool:
         """Its turn to call ``next_tuple``: initialized, active and not told to stop."""
-        return self.active and self.initialized and not self.throttled
+        return (self.active and self.initialized and not self.throttled
+                and (self.checkpoint is None or not self.checkpoint.restoring))
 
     def spout_burst(self, calls: int = SPOUT_BURST) -> bool:
         """Call next_tuple up to ``calls`` times; True if anything was emitted.
@@ -88,6 +89,15 @@ class SpoutInstance(InstanceState):
         else:
             self.flush_all()
             self.component.deactivate()
+
+    def on_restored(self) -> None:
+        """At least once, the open trees of the old epoch fail now (their tuples were dropped): the
+        spout replays them from where it was restored."""
+        if self.reliable:
+            for root in list(self.tracker.trees):
+                tup_id = self.tracker.fail(root)
+                if tup_id is not None:
+                    self._failed(tup_id)
 
     def role_metrics(self, clock: float) -> dict:
         if self.throttled:  # time throttled so far counts in this bucket

@@ -20,7 +20,8 @@ import msgpack
 from squall.component import TICK_FREQ_KEY
 from squall.idl import schema
 from squall.runtime.instance.batch import Batch
-from squall.runtime.protocol import ACK, CONTROL, DATA, ProtocolError, data_frame, decode_control, frame_count
+from squall.runtime.protocol import (ACK, CONTROL, DATA, MARKER, ProtocolError, data_frame, decode_control,
+                                     frame_count)
 from squall.runtime.routing import RoutingError, build_routes, str_key_cache
 from squall.runtime.user_errors import UserErrors
 
@@ -104,9 +105,11 @@ class InstanceState:
         self._emits = [0]
         self.chained = chained  # consumer -> its task in this process (a chain): every tuple for it goes there
         self.errors = UserErrors()  # raised in user code this bucket: reported in the metrics row
+        self.epoch = 0  # checkpoints: tuples and markers of another epoch are dropped (docs/state.md)
         self.reset_metrics()
-        self.init_role()
         spec = find_component(topology, component_name)
+        self.checkpoint = self._checkpointing(spec)
+        self.init_role()
         if component_obj is None:
             from squall.importing import import_object
 
@@ -115,6 +118,19 @@ class InstanceState:
             component_obj.__class__ = self.runtime_class(type(component_obj))
         component_obj._collector = self
         self.component = component_obj
+
+    def _checkpointing(self, spec: Any) -> Any:
+        """The task's part in checkpoints, when its topology runs them (``checkpointing.py``)."""
+        from squall.logical import component_config
+        from squall.stateful import checkpointing
+
+        if not checkpointing(self.topology, self.config):
+            return None
+        from squall.runtime.instance.checkpointing import Checkpointing
+
+        config = component_config(self.topology, self.component_name)
+        return Checkpointing(self, bool(spec.stateful), int(config["squall.state.key.groups"]),
+                             float(config["squall.state.alignment.buffer.mb"]) * 1024 * 1024)
 
     def init_role(self) -> None:
         """The role's own state, set before the component is made (its class depends on it)."""
@@ -154,6 +170,8 @@ class InstanceState:
         time so far counts in this bucket), ``unread_bytes`` what waits in the socket and reader."""
         queue_depth = self.queue_depth(unread_bytes)
         user = self.role_metrics(clock)
+        if self.checkpoint is not None:
+            user.update(self.checkpoint.metrics())
         self.errors.report(user)
         if self.context is not None:
             for name, (metric, _bucket) in self.context.metrics.items():
@@ -220,10 +238,14 @@ class InstanceState:
                 self.waiting.append(f)
         elif ftype == ACK:
             self.on_acks(f)
+        elif ftype == MARKER and self.checkpoint is not None:
+            self.checkpoint.on_marker(f)
         elif ftype == CONTROL:
             msg = decode_control(f)
             if msg.backpressure is not None:
                 self.on_throttle(msg.backpressure.on, clock)
+            elif msg.checkpoint is not None and self.checkpoint is not None:
+                self.checkpoint.on_step(msg.checkpoint)
             elif msg.physical_plan is not None:
                 self.on_plan(msg.physical_plan)
                 waiting, self.waiting = self.waiting, []
@@ -243,6 +265,28 @@ class InstanceState:
 
     def on_throttle(self, on: bool, clock: float) -> None:
         """The stream manager's word to stop emitting (spouts)."""
+
+    # checkpoints (checkpointing.py) ---------------------------------------------------
+    def drop_unsent(self, held: list) -> None:
+        """A rollback: what was emitted and not sent, what waits for a plan and the frames ``held`` for
+        an alignment are of the old epoch."""
+        self.out.clear()
+        for batch in self.batches.values():
+            batch.clear()
+        self.discarded(self.waiting + [f for f in held if f[4] == DATA])
+        self.waiting.clear()
+
+    def discarded(self, frames: list) -> None:
+        """DATA frames dropped unprocessed (bolts count them consumed)."""
+
+    def on_restored(self) -> None:
+        """The role's own part in a rollback."""
+
+    def on_checkpoint_saved(self, checkpoint_id: int) -> None:
+        """This task saved ``checkpoint_id`` (its markers go next)."""
+
+    def on_checkpoint_done(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` is complete."""
 
     def on_disconnected(self, clock: float) -> tuple:
         """The stream manager's connection is gone (it died; the executor restarts it). What was framed
@@ -311,10 +355,14 @@ class InstanceState:
                         lambda key, key_task=key_task: self.batches[key_task(key)])
                 self.fast_routes[name] = (fields, key_index, key_batches, key_miss, next_task, choose)
         self.on_tasks(component_tasks)
+        if self.checkpoint is not None:
+            self.checkpoint.on_tasks(component_tasks)
         self.plan = pplan
         active = pplan.status == schema.TopologyStatus.RUNNING
         if not self.initialized:
             self.component.initialize(self.context.get_cluster_config(), self.context)
+            if self.checkpoint is not None:
+                self.checkpoint.init_state()
             self.initialized = True
             self.active = active
             log.info("task %d (%s) initialized; %s", self.task_id, self.component_name,
@@ -378,7 +426,7 @@ class InstanceState:
 
         At least once, its runs' span lists are emptied once packed: a ``Span`` whose last child
         span was in them sees that its ack can no longer ride (``Span.ride``)."""
-        self.out += data_frame(batch.dest, self._packb([self.task_id, batch.runs]), batch.count())
+        self.out += data_frame(batch.dest, self._packb([self.task_id, batch.runs, self.epoch]), batch.count())
         if self.reliable:
             for run in batch.runs:
                 run[2].clear()

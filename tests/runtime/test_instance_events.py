@@ -59,7 +59,7 @@ class Counter:
 
 
 def tuples(src, *ns):
-    return data_frame(9, msgpack.packb([src, [["default", [[n] for n in ns]]]]), len(ns))
+    return data_frame(9, msgpack.packb([src, [["default", [[n] for n in ns]]], 0]), len(ns))
 
 
 def sent(inst):

@@ -84,7 +84,7 @@ def test_malformed_frame_closes_only_that_connection(stmgr):
     with pytest.raises(ProtocolError):
         evil.recv_frame(5)
     assert wait_for(lambda: 5 not in sm.state.local)
-    good_a.send(data_frame(2, msgpack.packb([1, [["default", [["x"]]]]])))
+    good_a.send(data_frame(2, msgpack.packb([1, [["default", [["x"]]]], 0])))
     assert frame_dest(good_b.recv_frame(5)) == 2
     # a client that sends data before HELLO is closed too
     raw = socket.create_connection(("127.0.0.1", port))

@@ -53,7 +53,7 @@ def test_instance_processes_what_is_in_its_socket_at_sigterm(tmp_path, topo_path
                        for c in packing.containers for i in c.instances])))
 
         def batch(numbers):
-            return data_frame(tasks["sink"], msgpack.packb([tasks["quiet"], [["default", [[n] for n in numbers]]]]))
+            return data_frame(tasks["sink"], msgpack.packb([tasks["quiet"], [["default", [[n] for n in numbers]]], 0]))
 
         sock.sendall(batch(range(0, 10)))  # 0.5 s of work
         time.sleep(0.15)  # the bolt is inside that batch now

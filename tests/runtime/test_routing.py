@@ -102,7 +102,7 @@ def test_instance_batches_per_destination_and_keeps_stream_order():
     frames = {frame_dest(f): f for f in FrameReader().feed(bytes(inst.out))}
     # full batches went out (global, all, custom targets); shuffled ones (3 targets) did not
     assert glob_task in frames and not set(frames) & set(task_ids(topo)["shuffle"])
-    src, runs = msgpack.unpackb(frames[glob_task][DATA_HEADER_SIZE:])
+    src, runs, _epoch = msgpack.unpackb(frames[glob_task][DATA_HEADER_SIZE:])
     assert src == src_task and runs == [["default", [["k0", 0], ["k1", 1], ["k2", 2], ["k3", 3]]]]
     inst.out.clear()
     inst.flush_all()

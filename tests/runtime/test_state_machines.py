@@ -144,7 +144,7 @@ def test_frames_from_a_sender_newer_than_the_plan_wait_for_the_plan():
 
     inst = make_instance(topology, "sink", 9, 1, None, component_obj=Recorder())
     inst.on_plan(plan(1))
-    frame = data_frame(9, msgpack.packb([2, [["default", [[7]]]]]))  # from task 2: not in the plan yet
+    frame = data_frame(9, msgpack.packb([2, [["default", [[7]]]], 0]))  # from task 2: not in the plan yet
     assert inst.on_data(frame, 0.0) is None and seen == []
     inst.on_plan(plan(1, 2))
     assert inst.on_data(frame, 0.0) == 1

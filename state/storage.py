@@ -1,0 +1,182 @@
+"""Checkpoint storage: where stateful tasks write their state, behind one interface.
+
+``LocalStorage`` is a directory (the embedded default: ``checkpoints/`` in
+the topology's run folder, or ``squall.state.storage`` as a path or
+``file://`` URI). ``HdfsStorage`` is HDFS through pyarrow's
+``HadoopFileSystem`` (``hdfs://namenode:port/path``; extra ``squall[hdfs]``;
+it needs libhdfs and the Hadoop classpath, as on a YARN node).
+
+Layout: ``<topology>/<checkpoint id>/<component>/task-<index>-of-<parallelism>``
+holds what one task saved, each key with its key group (docs/state.md). A write is
+atomic: a reader sees the whole file or none. Which checkpoints are complete
+is not storage's business: the topology master records them in the state
+manager (``checkpoints/<topology>``).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from abc import ABC, abstractmethod
+from typing import Optional
+from urllib.parse import urlparse
+
+from squall.state.base import StateError
+
+
+class CheckpointStorage(ABC):
+    """Files by relative path (``/``-separated) under the storage's root."""
+
+    uri: str
+
+    @abstractmethod
+    def write(self, path: str, data: bytes) -> None:
+        """Write ``data`` at ``path`` atomically (replacing what is there)."""
+
+    @abstractmethod
+    def read(self, path: str) -> bytes:
+        ...
+
+    @abstractmethod
+    def list(self, path: str) -> list:
+        """Names in the folder ``path`` (``[]`` when it does not exist)."""
+
+    @abstractmethod
+    def delete(self, path: str) -> None:
+        """Remove ``path`` and all under it (nothing when it does not exist)."""
+
+
+class LocalStorage(CheckpointStorage):
+    def __init__(self, root: str):
+        self.root = os.path.abspath(root)
+        self.uri = f"file://{self.root}"
+
+    def _path(self, path: str) -> str:
+        full = os.path.normpath(os.path.join(self.root, path))
+        if not (full == self.root or full.startswith(self.root + os.sep)):
+            raise StateError(f"checkpoint path {path!r} leaves the storage root {self.root}")
+        return full
+
+    def write(self, path: str, data: bytes) -> None:
+        full = self._path(path)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(full), prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, full)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    def read(self, path: str) -> bytes:
+        try:
+            with open(self._path(path), "rb") as f:
+                return f.read()
+        except OSError as e:
+            raise StateError(f"cannot read checkpoint file {self._path(path)}: {e.strerror}") from e
+
+    def list(self, path: str) -> list:
+        try:
+            return sorted(n for n in os.listdir(self._path(path)) if not n.startswith(".tmp-"))
+        except FileNotFoundError:
+            return []
+
+    def delete(self, path: str) -> None:
+        full = self._path(path)
+        if os.path.isdir(full):
+            shutil.rmtree(full, ignore_errors=True)
+        elif os.path.exists(full):
+            os.unlink(full)
+
+
+class HdfsStorage(CheckpointStorage):
+    """HDFS by pyarrow's ``HadoopFileSystem`` (libhdfs): a write goes to a temporary name, then is
+    renamed, which HDFS does atomically."""
+
+    def __init__(self, uri: str):
+        try:
+            from pyarrow import fs
+        except ImportError as e:
+            raise StateError(f"squall.state.storage {uri!r} needs pyarrow: pip install 'squall[hdfs]'") from e
+        parsed = urlparse(uri)
+        try:
+            self.fs = fs.HadoopFileSystem(parsed.hostname or "default", parsed.port or 0)
+        except (OSError, RuntimeError) as e:
+            raise StateError(f"cannot open HDFS at {uri}: {e}") from e
+        self.fs_module = fs
+        self.root = parsed.path.rstrip("/") or "/"
+        self.uri = uri
+
+    def _path(self, path: str) -> str:
+        return f"{self.root}/{path}".replace("//", "/")
+
+    def write(self, path: str, data: bytes) -> None:
+        full = self._path(path)
+        folder, name = full.rsplit("/", 1)
+        self.fs.create_dir(folder, recursive=True)
+        tmp = f"{folder}/.tmp-{name}-{os.getpid()}"
+        with self.fs.open_output_stream(tmp) as out:
+            out.write(data)
+        self.fs.move(tmp, full)
+
+    def read(self, path: str) -> bytes:
+        try:
+            with self.fs.open_input_stream(self._path(path)) as f:
+                return f.read()
+        except OSError as e:
+            raise StateError(f"cannot read checkpoint file {self.uri}/{path}: {e}") from e
+
+    def list(self, path: str) -> list:
+        selector = self.fs_module.FileSelector(self._path(path), allow_not_found=True)
+        return sorted(i.base_name for i in self.fs.get_file_info(selector) if not i.base_name.startswith(".tmp-"))
+
+    def delete(self, path: str) -> None:
+        info = self.fs.get_file_info(self._path(path))
+        if info.type == self.fs_module.FileType.Directory:
+            self.fs.delete_dir(self._path(path))
+        elif info.type == self.fs_module.FileType.File:
+            self.fs.delete_file(self._path(path))
+
+
+def open_storage(setting: str, run_dir: Optional[str]) -> CheckpointStorage:
+    """The storage ``squall.state.storage`` names: empty for ``<run_dir>/checkpoints``, a path or a
+    ``file://`` URI for a directory, ``hdfs://`` for HDFS."""
+    if not setting:
+        if not run_dir:
+            raise StateError("squall.state.storage is empty and the topology has no run folder to keep "
+                             "checkpoints in: set it to a directory or an hdfs:// URI")
+        return LocalStorage(os.path.join(run_dir, "checkpoints"))
+    scheme = urlparse(setting).scheme
+    if scheme in ("", "file"):
+        return LocalStorage(urlparse(setting).path if scheme else setting)
+    if scheme in ("hdfs", "viewfs"):
+        return HdfsStorage(setting)
+    raise StateError(f"squall.state.storage {setting!r}: unknown scheme {scheme!r} (a directory, file:// or hdfs://)")
+
+
+# ------------------------------------------------------------------ layout
+def checkpoint_dir(topology: str, checkpoint_id: int) -> str:
+    return f"{topology}/{checkpoint_id}"
+
+
+def task_file(topology: str, checkpoint_id: int, component: str, index: int, parallelism: int) -> str:
+    """Where task ``index`` of ``parallelism`` of ``component`` saves its state for a checkpoint."""
+    return f"{topology}/{checkpoint_id}/{component}/task-{index}-of-{parallelism}"
+
+
+def saved_tasks(storage: CheckpointStorage, topology: str, checkpoint_id: int, component: str) -> list:
+    """``[(index, parallelism, path)]`` of what the tasks of ``component`` saved for a checkpoint."""
+    out = []
+    folder = f"{topology}/{checkpoint_id}/{component}"
+    for name in storage.list(folder):
+        parts = name.split("-")
+        if len(parts) == 4 and parts[0] == "task" and parts[2] == "of" and parts[1].isdigit() and parts[3].isdigit():
+            out.append((int(parts[1]), int(parts[3]), f"{folder}/{name}"))
+    return out
+
+
+def checkpoint_ids(storage: CheckpointStorage, topology: str) -> list:
+    """Checkpoint ids with a folder in storage, ascending."""
+    return sorted(int(n) for n in storage.list(topology) if n.isdigit())

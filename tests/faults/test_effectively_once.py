@@ -1,0 +1,128 @@
+"""EFFECTIVELY_ONCE under faults and rescales: a stateful word count ends with every word counted once.
+
+The count bolt is a two-phase sink (tests/faults/topologies/stateful_count.py): its committed output is
+its state as of the newest complete checkpoint. Kills mid-run (the count bolt, a stream manager, a whole
+container) and rescales (2 -> 5 -> 3 count tasks) roll every task back to the last complete checkpoint;
+the spouts resume from their saved positions. The final counts must equal plain Python's exactly: a
+tuple counted twice or lost shows as a difference.
+"""
+import glob
+import json
+import os
+import signal
+import sys
+from collections import Counter
+
+import pytest
+
+from e2e_harness import wait_until
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "topologies"))
+from stateful_count import expected  # noqa: E402
+
+SENTENCES = 8000
+TOTAL_WORDS = sum(expected(SENTENCES).values())
+
+
+def committed(out):
+    """(checkpoint, counts) of the newest checkpoint every current count task has committed."""
+    files = []
+    for path in glob.glob(os.path.join(out, "count-*.json")):
+        with open(path) as f:
+            files.append(json.load(f))
+    if not files:
+        return 0, Counter()
+    newest = max(f["checkpoint"] for f in files)
+    total = Counter()
+    for f in files:
+        if f["checkpoint"] == newest:
+            total.update(f["counts"])
+    return newest, total
+
+
+def words_committed(out):
+    return sum(committed(out)[1].values())
+
+
+def show(cluster):
+    return json.loads(cluster.squall("show", "stateful_count", "--json")[0])
+
+
+def process(cluster, name, container=None):
+    return next(p for p in show(cluster)["processes"]
+                if p["process"].startswith(name) and (container is None or p["container"] == container))
+
+
+def count_tasks(cluster):
+    return sorted(i["task_id"] for c in show(cluster)["packing_plan"]["containers"] for i in c["instances"]
+                  if i["component"] == "count")
+
+
+def progress(out, beyond, what):
+    """Committed output grows past ``beyond`` words: the topology is flowing again."""
+    wait_until(lambda: words_committed(out) > beyond, timeout=90, interval=0.3,
+               what=f"committed counts past {beyond} words ({what})")
+    return words_committed(out)
+
+
+def finish(cluster, out, tasks=None):
+    wait_until(lambda: words_committed(out) >= TOTAL_WORDS and (tasks is None or len(count_tasks(cluster)) == tasks),
+               timeout=120, interval=0.5,
+               what=f"all {TOTAL_WORDS} words committed (so far {words_committed(out)})")
+    checkpoint, counts = committed(out)
+    figures = json.loads(cluster.squall("metrics", "stateful_count", "--json")[0])["checkpoints"]
+    cluster.squall("kill", "stateful_count")
+    want = expected(SENTENCES)
+    wrong = {w: counts[w] - want[w] for w in set(counts) | set(want) if counts[w] != want[w]}
+    assert not wrong, f"checkpoint {checkpoint}: counted minus expected, where they differ: {dict(list(wrong.items())[:10])}"
+    return figures
+
+
+def submit(cluster, out, *props):
+    args = ["submit", os.path.join(HERE, "topologies", "stateful_count.py"),
+            "--config-property", f"state.out.dir={out}", "--config-property", f"state.sentences={SENTENCES}"]
+    for p in props:
+        args += ["--config-property", p]
+    cluster.squall(*args)
+
+
+@pytest.fixture(params=["local", "zookeeper"])
+def any_cluster(request):
+    return request.getfixturevalue("cluster" if request.param == "local" else "zk_cluster")
+
+
+def test_sigkills_of_a_bolt_a_stream_manager_and_a_container_leave_exact_counts(any_cluster, tmp_path):
+    cluster, out = any_cluster, str(tmp_path / "out")
+    os.mkdir(out)
+    submit(cluster, out)
+    done = progress(out, TOTAL_WORDS // 10, "before any kill")
+
+    os.kill(process(cluster, "instance count", container=1)["pid"], signal.SIGKILL)
+    done = progress(out, done, "after the count bolt's SIGKILL")
+
+    os.kill(process(cluster, "stmgr", container=2)["pid"], signal.SIGKILL)
+    done = progress(out, done, "after a stream manager's SIGKILL")
+
+    executor = process(cluster, "executor", container=1)["pid"]
+    os.killpg(os.getpgid(executor), signal.SIGKILL)  # the executor and every process it runs
+    progress(out, done, "after container 1's SIGKILL")
+
+    figures = finish(cluster, out)
+    assert figures["restores"] >= 4, figures  # the start, then one per kill at least
+
+
+def test_rescaling_the_stateful_bolt_2_to_5_to_3_leaves_exact_counts(cluster, tmp_path):
+    out = str(tmp_path / "out")
+    os.mkdir(out)
+    submit(cluster, out, "state.rate=200")
+    done = progress(out, TOTAL_WORDS // 10, "before the rescale")
+
+    cluster.squall("update", "stateful_count", "--component-parallelism", "count=5")
+    assert len(count_tasks(cluster)) == 5
+    done = progress(out, done, "with 5 count tasks")
+
+    cluster.squall("update", "stateful_count", "--component-parallelism", "count=3")
+    assert len(count_tasks(cluster)) == 3
+    progress(out, done, "with 3 count tasks")
+    finish(cluster, out, tasks=3)
