@@ -17,9 +17,10 @@ from squall.chaining import CHAINING_KEY, chains
 from squall.commandline import format_table
 from squall.conf import Config
 from squall.conf.registry import ConfigError, registry
-from squall.errors import SquallError
+from squall.errors import SquallError, TopologyError
 from squall.idl import replace
 from squall.packing import PackingError, PlanDiff, repack, with_component_config, with_parallelism
+from squall.stateful import check_stateful_update
 from squall.topology import decode_config, encode_config
 
 # What an update may change: a key that only sizes instances, so it takes effect by repacking.
@@ -75,6 +76,10 @@ class TopologyUpdate:
         joined = {b for chain in chains(changed) for a, b in zip(chain, chain[1:]) if (a, b) not in before}
         if joined:
             changed = with_component_config(changed, {name: {CHAINING_KEY: "head"} for name in joined})
+        try:
+            check_stateful_update(topology, changed)
+        except TopologyError as e:
+            raise SquallError(f"--component-parallelism: {e}") from None
         return changed
 
 

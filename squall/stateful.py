@@ -122,7 +122,13 @@ def check_stateful(topology: Any, base: Any = None) -> None:
     from squall.errors import TopologyError
     from squall.logical import component_config, topology_config
 
-    mode = topology_config(topology, base)["topology.reliability.mode"]
+    config = topology_config(topology, base)
+    mode = config["topology.reliability.mode"]
+    interval, timeout = config["topology.state.checkpoint.interval.secs"], config["topology.message.timeout.secs"]
+    if mode == "ATLEAST_ONCE" and any(c.stateful for c in topology.components) and interval >= timeout:
+        raise TopologyError(f"topology.state.checkpoint.interval.secs is {interval:g} and topology.message.timeout.secs "
+                            f"{timeout:g}: at ATLEAST_ONCE a stateful bolt holds its acks until the next checkpoint, so "
+                            "its tuples would time out and replay for ever; keep the interval below the timeout")
     for c in topology.components:
         where = f"components.{c.name}"
         if mode == "EFFECTIVELY_ONCE" and c.kind == 1 and not c.stateful:  # ComponentKind.SPOUT

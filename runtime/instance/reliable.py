@@ -37,6 +37,11 @@ class ReliableBoltInstance(BoltInstance):
         self.span: Optional[Span] = None
         self.anchor_span: Optional[Span] = None
         self.spout_task: Optional[int] = None  # the plan's only spout task, if it has one
+        # a stateful bolt holds its acks until the checkpoint after them is complete (Storm's rule), so a
+        # rollback replays every tuple whose effect it undid: acks never ride on its emits
+        self.holding: Optional[list] = [] if self.checkpoint is not None and self.checkpoint.stateful else None
+        self.rides = self.holding is None
+        self.saved_acks: dict = {}  # checkpoint id -> acks held until it is complete
 
     def runtime_class(self, cls: type) -> type:
         self.auto_anchor = bool(getattr(cls, "auto_anchor", True))
@@ -86,6 +91,7 @@ class ReliableBoltInstance(BoltInstance):
         process = self.component.process
         make = AutoAckedTuple
         auto_fail = self.auto_fail
+        rides = self.rides
         n = len(vals)
         vals.append(_END)
         k = span_end = 0  # spans[k:k + 3]: the next span's start, roots and value
@@ -98,7 +104,7 @@ class ReliableBoltInstance(BoltInstance):
                     touched.append(k - 3)
                     if not span.failed:
                         value, carried = span.value, span.carried
-                        if carried is not None and len(carried) > span.at and value.__class__ is int:
+                        if carried is not None and rides and len(carried) > span.at and value.__class__ is int:
                             carried[span.at] ^= value ^ span.delta  # Span.ride inlined: a split's every input
                         else:
                             self._span_acked(span)
@@ -285,7 +291,7 @@ class ReliableBoltInstance(BoltInstance):
     def _span_acked(self, span: Span) -> None:
         """Every tuple of ``span`` is acked: its ack rides on its last child span, or is queued for
         the ACK frames of its roots' spout tasks."""
-        if span.ride():
+        if self.rides and span.ride():
             return
         rest = span.rest()
         if rest.__class__ is int:
@@ -295,7 +301,14 @@ class ReliableBoltInstance(BoltInstance):
 
     def _queue_acks(self, pairs: list) -> None:
         """Acks ``[root, value, ...]`` into the ACK batches of their roots' spout tasks (with one spout
-        task in the plan, every root is its; one whose task left the plan is ignored there)."""
+        task in the plan, every root is its; one whose task left the plan is ignored there), or held
+        until a checkpoint is complete (a stateful bolt)."""
+        if self.holding is not None:
+            self.holding.extend(pairs)
+            return
+        self._ack_out(pairs)
+
+    def _ack_out(self, pairs: list) -> None:
         if self.spout_task is not None:
             self._ack_batch(self.spout_task)[0].extend(pairs)
             return
@@ -311,6 +324,24 @@ class ReliableBoltInstance(BoltInstance):
         if batch is None:
             batch = self.acks_out[spout_task] = [[], []]
         return batch
+
+    # checkpoints (a stateful bolt) ----------------------------------------------------------
+    def on_checkpoint_saved(self, checkpoint_id: int) -> None:
+        """The acks of the tuples before this checkpoint's markers wait for it to be complete."""
+        if self.holding:
+            self.saved_acks[checkpoint_id] = self.holding
+            self.holding = []
+
+    def on_checkpoint_done(self, checkpoint_id: int) -> None:
+        for cid in sorted(c for c in self.saved_acks if c <= checkpoint_id):
+            self._ack_out(self.saved_acks.pop(cid))
+
+    def on_restored(self) -> None:
+        """Held acks are of tuples whose effect the rollback undid: never sent (their spouts replay them)."""
+        if self.holding is not None:
+            self.holding = []
+        self.saved_acks.clear()
+        self.acks_out.clear()
 
     def flush_role(self) -> None:
         if self.acks_out:
