@@ -13,6 +13,7 @@ YARN = ["skein>=0.8.2", "venv-pack>=0.2"]  # submitting to YARN; packing environ
 REPORTS = ["pyspark>=3.4", "pandas>=1.5", "pyarrow>=10", "matplotlib>=3.5"]
 SOLVER = ["ortools>=9.10"]  # CP-SAT: the optimum bench/packing.py compares packings with
 UI = ["fastapi>=0.110", "uvicorn>=0.27", "jinja2>=3.1"]  # squall ui: the REST API (with OpenAPI) and pages
+HDFS = ["pyarrow>=10"]  # checkpoint storage on HDFS (pyarrow's HadoopFileSystem; libhdfs comes with Hadoop)
 
 setup(
     name="squall",
@@ -29,7 +30,8 @@ setup(
         "reports": REPORTS,
         "solver": SOLVER,
         "ui": UI,
-        "all": YARN + REPORTS + SOLVER + UI,
+        "hdfs": HDFS,
+        "all": YARN + REPORTS + SOLVER + UI + HDFS,
         # selenium drives Debian's chromium through /usr/bin/chromedriver (the Makefile installs both)
         "test": ["pytest>=7", "pytest-timeout>=2.1", "hypothesis>=6.50", "selenium>=4.10"],
     },

@@ -2,9 +2,10 @@
 
 ``LocalStorage`` is a directory (the embedded default: ``checkpoints/`` in
 the topology's run folder, or ``squall.state.storage`` as a path or
-``file://`` URI). ``HdfsStorage`` is HDFS through pyarrow's
-``HadoopFileSystem`` (``hdfs://namenode:port/path``; extra ``squall[hdfs]``;
-it needs libhdfs and the Hadoop classpath, as on a YARN node).
+``file://`` URI). ``ArrowStorage`` is a pyarrow filesystem: HDFS through
+pyarrow's ``HadoopFileSystem`` (``hdfs://namenode:port/path``; extra
+``squall[hdfs]``; it needs libhdfs and the Hadoop classpath, as on a YARN
+node).
 
 Layout: ``<topology>/<checkpoint id>/<component>/task-<index>-of-<parallelism>``
 holds what one task saved, each key with its key group (docs/state.md). A write is
@@ -18,7 +19,7 @@ import os
 import shutil
 import tempfile
 from abc import ABC, abstractmethod
-from typing import Optional
+from typing import Any, Optional
 from urllib.parse import urlparse
 
 from squall.state.base import StateError
@@ -91,23 +92,29 @@ class LocalStorage(CheckpointStorage):
             os.unlink(full)
 
 
-class HdfsStorage(CheckpointStorage):
-    """HDFS by pyarrow's ``HadoopFileSystem`` (libhdfs): a write goes to a temporary name, then is
-    renamed, which HDFS does atomically."""
+class ArrowStorage(CheckpointStorage):
+    """A pyarrow filesystem under ``root``: HDFS (``ArrowStorage.hdfs``) through libhdfs. A write goes to a
+    temporary name, then is renamed, which HDFS does atomically."""
 
-    def __init__(self, uri: str):
+    def __init__(self, fs: Any, root: str, uri: str):
+        from pyarrow import fs as fs_module
+
+        self.fs, self.fs_module = fs, fs_module
+        self.root = root.rstrip("/") or "/"
+        self.uri = uri
+
+    @classmethod
+    def hdfs(cls, uri: str) -> "ArrowStorage":
         try:
             from pyarrow import fs
         except ImportError as e:
             raise StateError(f"squall.state.storage {uri!r} needs pyarrow: pip install 'squall[hdfs]'") from e
         parsed = urlparse(uri)
         try:
-            self.fs = fs.HadoopFileSystem(parsed.hostname or "default", parsed.port or 0)
+            hadoop = fs.HadoopFileSystem(parsed.hostname or "default", parsed.port or 0)
         except (OSError, RuntimeError) as e:
             raise StateError(f"cannot open HDFS at {uri}: {e}") from e
-        self.fs_module = fs
-        self.root = parsed.path.rstrip("/") or "/"
-        self.uri = uri
+        return cls(hadoop, parsed.path, uri)
 
     def _path(self, path: str) -> str:
         return f"{self.root}/{path}".replace("//", "/")
@@ -117,9 +124,14 @@ class HdfsStorage(CheckpointStorage):
         folder, name = full.rsplit("/", 1)
         self.fs.create_dir(folder, recursive=True)
         tmp = f"{folder}/.tmp-{name}-{os.getpid()}"
-        with self.fs.open_output_stream(tmp) as out:
-            out.write(data)
-        self.fs.move(tmp, full)
+        try:
+            with self.fs.open_output_stream(tmp) as out:
+                out.write(data)
+            self.fs.move(tmp, full)
+        except BaseException:
+            if self.fs.get_file_info(tmp).type == self.fs_module.FileType.File:
+                self.fs.delete_file(tmp)
+            raise
 
     def read(self, path: str) -> bytes:
         try:
@@ -152,7 +164,7 @@ def open_storage(setting: str, run_dir: Optional[str]) -> CheckpointStorage:
     if scheme in ("", "file"):
         return LocalStorage(urlparse(setting).path if scheme else setting)
     if scheme in ("hdfs", "viewfs"):
-        return HdfsStorage(setting)
+        return ArrowStorage.hdfs(setting)
     raise StateError(f"squall.state.storage {setting!r}: unknown scheme {scheme!r} (a directory, file:// or hdfs://)")
 
 

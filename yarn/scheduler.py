@@ -29,6 +29,7 @@ import os
 import socket
 import time
 from typing import Any, Mapping, Optional
+from urllib.parse import urlparse
 
 from squall.idl import schema
 from squall.logical import topology_config
@@ -36,6 +37,8 @@ from squall.packing import normalise, renumber_containers
 from squall.packing.errors import PackingError
 from squall.scheduler.base import LaunchOptions, Scheduler, SchedulerError
 from squall.state import Kind, StateManager, member
+from squall.state.storage import open_storage
+from squall.stateful import checkpointing
 from squall.yarn.client import application, check_reachable, hadoop_conf, rm_client, skein_client
 from squall.yarn.environment import PythonEnvironment
 from squall.yarn.errors import YarnError
@@ -100,8 +103,14 @@ class YarnScheduler(Scheduler):
             raise YarnError(f"squall.runtime.bind.host={host}: containers on other nodes cannot reach processes "
                             "listening there; set it to 0.0.0.0 in the cluster config")
         checked_shapes(plan, config)
+        storage = config["squall.state.storage"]
+        if checkpointing(topology, config) and urlparse(storage).scheme not in ("hdfs", "viewfs"):
+            raise YarnError(f"squall.state.storage={storage or '(empty: the run folder)'}: a topology that checkpoints "
+                            "on YARN needs an hdfs:// URI, which every container reads (a container's disk is its own)")
         if not self.offline:
             check_reachable(config)
+            if checkpointing(topology, config):
+                open_storage(storage, None)  # a StateError names what is wrong: nothing is launched
 
     def _spec(self, topology: Any, plan: Any, config: Mapping[str, Any], run_dir: str, archive: str) -> tuple:
         env = PythonEnvironment.from_config(config)

@@ -506,3 +506,41 @@ def test_a_spout_headed_chain_is_told_to_stop_but_still_read_so_its_bolts_consum
     assert not sm.bp_self and backpressure(out, chain) == [False] and pauses(out, chain) == []
     sm.handle(FramesArrived(chain, [frame(2, count=1200)], 1.0))
     assert pauses(sm.handle(Connected(chain, 1.5)), chain) == []  # connecting while throttled: told, read
+
+
+# ------------------------------------------------------------------ checkpoints
+def checkpoint_frame(step, cid=1, epoch=1, task=None):
+    return control_frame(checkpoint=schema.CheckpointMessage(step=step, checkpoint_id=cid, epoch=epoch, task_id=task))
+
+
+def test_markers_are_routed_like_tuples_locally_and_across_containers():
+    from squall.runtime.protocol import MARKER
+
+    sm = started({1: 1, 2: 1, 3: 2}, SPOUT, BOLT)
+    local, remote = frame(2, size=4, ftype=MARKER), frame(3, size=4, ftype=MARKER)
+    assert sm.handle(FramesArrived(SPOUT, [local, remote], 0.0)) == [Send(BOLT, local), Send(PeerOut(2), remote)]
+    incoming = frame(2, size=4, ftype=MARKER)
+    assert sm.handle(FramesArrived(PeerIn(2), [incoming], 0.0)) == [Send(BOLT, incoming)]
+
+
+def test_checkpoint_steps_go_to_local_tasks_and_their_reports_to_the_topology_master():
+    Step = schema.CheckpointStep
+    sm = started({1: 1, 2: 1}, SPOUT, BOLT)
+    start = checkpoint_frame(Step.START)
+    assert sm.handle(FramesArrived(TMASTER, [start], 0.0)) == [Send(SPOUT, start)]  # START: spouts only
+    done = checkpoint_frame(Step.DONE)
+    assert sm.handle(FramesArrived(TMASTER, [done], 0.0)) == [Send(SPOUT, done), Send(BOLT, done)]
+    saved = checkpoint_frame(Step.SAVED, task=2)
+    assert sm.handle(FramesArrived(BOLT, [saved], 0.0)) == [Send(TMASTER, saved)]
+
+
+def test_a_restore_drops_the_old_epochs_frames_held_here():
+    Step = schema.CheckpointStep
+    sm = started({1: 1, 2: 1, 3: 2}, SPOUT, links_up=False)  # task 2 not connected, container 2 down
+    sm.handle(FramesArrived(SPOUT, [frame(2, size=10, count=1), frame(3, size=10, count=1)], 0.0))
+    assert sm.held_bytes > 0 and sm.peers[2].buffered > 0
+    restore = checkpoint_frame(Step.RESTORE, cid=0, epoch=2)
+    out = sm.handle(FramesArrived(TMASTER, [restore], 0.0))
+    assert sent(out, SPOUT) == [restore]
+    assert sm.held == {} and sm.held_bytes == 0 and sm.peers[2].buffer == [] and sm.peers[2].buffered == 0
+    assert sent(sm.handle(Connected(BOLT, 1.0)), BOLT) == [sm.pplan_frame]  # nothing stale delivered

@@ -187,3 +187,22 @@ def test_an_update_moves_a_container_that_outgrew_its_yarn_container_to_a_new_on
     assert min({c.id for c in fitted.containers} - {c.id for c in proposed.containers}) > max(c.id for c in plan.containers)
     unchanged = YarnScheduler(state).fit_update(execution, t, plan, plan, None)
     assert unchanged is plan
+
+
+def test_a_topology_that_checkpoints_needs_hdfs_storage_on_yarn():
+    from squall import Grouping, TopologyBuilder
+    from squall.scheduler.base import LaunchOptions
+    from squall.yarn.scheduler import YarnScheduler
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "foundation"))
+    from stateful_components import Count, Source
+
+    builder = TopologyBuilder("kv")
+    builder.add_bolt("count", Count, inputs={builder.add_spout("source", Source): Grouping.fields("word")})
+    plan = builder.build().plan
+    scheduler = YarnScheduler(None, LaunchOptions(dry_run=True))
+    cfg = config(**{"squall.runtime.bind.host": "0.0.0.0", "squall.yarn.python": "/opt/squall/bin/python"})
+    with pytest.raises(YarnError, match=r"squall.state.storage=\(empty: the run folder\): .*needs an hdfs:// URI"):
+        scheduler.check(plan, pack(plan), cfg)
+    scheduler.check(plan, pack(plan), {**cfg, "squall.state.storage": "hdfs://namenode:8020/squall/checkpoints"})
+    assert scheduler.check(topology(), pack(topology()), cfg) is None  # no checkpoints: no storage needed
