@@ -209,6 +209,14 @@ class CheckpointCoordinator:
         return [Record(self.record, then=(
             Broadcast(schema.CheckpointMessage(step=Step.RESTORE, checkpoint_id=cid, epoch=epoch)),))]
 
+    def restoring(self) -> Optional[Any]:
+        """The RESTORE under way, for a stream manager that registers in the middle of it (its tasks
+        may not have had it)."""
+        r = self.restore
+        if r is None:
+            return None
+        return schema.CheckpointMessage(step=Step.RESTORE, checkpoint_id=r.checkpoint_id, epoch=r.epoch)
+
     def stats(self) -> Any:
         return schema.CheckpointStats(interval_secs=self.interval, completed=self.completed, failed=self.failed,
                                       restores=self.restores,

@@ -215,7 +215,10 @@ class TMaster:
             old.close()
         self.stmgrs[cid] = conn
         log.info("container %d registered with tasks %s", cid, [i.id.task_id for i in reg.instances])
+        under_way = self.checkpoints.restoring() if self.checkpoints is not None else None
         self.publish()
+        if under_way is not None and self.checkpoints.restoring() == under_way:
+            conn.write(control_frame(checkpoint=under_way))  # a restore it may have missed, after the plan
 
     # plan ------------------------------------------------------------------------------
     def publish(self, force: bool = False) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from typing import Any, Optional
 
@@ -12,6 +13,8 @@ from squall.scheduler.changes import PlannedUpdate, TopologyUpdate, plan_update
 from squall.scheduler.launcher import make_scheduler
 from squall.state import AlreadyExists, Kind, StateManager
 from squall.state.status import topology_health
+
+log = logging.getLogger(__name__)
 
 
 class NotRunning(SquallError):
@@ -52,8 +55,27 @@ def kill(state: StateManager, name: str) -> Any:
     execution = running(state, name)
     with _Locked(state, name):
         make_scheduler(execution.cluster, state).on_kill(execution)
+        _delete_checkpoints(state, name, execution)
         state.delete_topology(name)
     return execution
+
+
+def _delete_checkpoints(state: StateManager, name: str, execution: Any) -> None:
+    """A topology that checkpoints leaves nothing in its checkpoint storage (on HDFS it would stay for ever)."""
+    from squall.logical import topology_config
+    from squall.state.storage import open_storage
+    from squall.stateful import checkpointing
+
+    topology = state.get(Kind.TOPOLOGY, name)
+    if topology is None:
+        return
+    config = topology_config(topology)
+    if not checkpointing(topology, config):
+        return
+    try:
+        open_storage(config["squall.state.storage"], execution.run_dir).delete(name)
+    except Exception as e:  # storage unreachable: the topology is still killed
+        log.warning("could not delete the checkpoints of %r: %s", name, e)
 
 
 def set_status(state: StateManager, name: str, status: int, timeout: float = 15.0) -> bool:

@@ -72,8 +72,18 @@ def topology(state: StateManager, metrics: MetricsCache, name: str, window: str)
         "containers": len(data["packing_plan"]["containers"]),
         "instances": sum(len(ct["instances"]) for ct in data["packing_plan"]["containers"]),
         "metrics_error": unreachable, "series": (answer or {}).get("series", {}),
-        "errors": _errors(answer),
+        "errors": _errors(answer), "checkpoints": _checkpoints(answer),
     }
+
+
+def _checkpoints(answer: Optional[dict]) -> Optional[dict]:
+    """The topology master's checkpoint figures and their line (a topology that checkpoints), else None."""
+    figures = (answer or {}).get("checkpoints")
+    if figures is None:
+        return None
+    from squall.runtime.checkpoints import describe_checkpoints
+
+    return {**figures, "line": describe_checkpoints(figures)}
 
 
 def _errors(answer: Optional[dict]) -> list:

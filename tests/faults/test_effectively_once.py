@@ -72,7 +72,10 @@ def finish(cluster, out, tasks=None):
                what=f"all {TOTAL_WORDS} words committed (so far {words_committed(out)})")
     checkpoint, counts = committed(out)
     figures = json.loads(cluster.squall("metrics", "stateful_count", "--json")[0])["checkpoints"]
+    storage = os.path.join(cluster.run_dir("stateful_count"), "checkpoints", "stateful_count")
+    assert len(os.listdir(storage)) <= 3  # the 2 kept and maybe one under way: older ones are deleted
     cluster.squall("kill", "stateful_count")
+    assert not os.path.exists(storage)  # kill deletes them
     want = expected(SENTENCES)
     wrong = {w: counts[w] - want[w] for w in set(counts) | set(want) if counts[w] != want[w]}
     assert not wrong, f"checkpoint {checkpoint}: counted minus expected, where they differ: {dict(list(wrong.items())[:10])}"

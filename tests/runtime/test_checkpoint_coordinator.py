@@ -47,10 +47,11 @@ def test_the_first_plan_rolls_every_task_back_and_resumes_once_all_restored():
     assert [(m.step, m.checkpoint_id, m.epoch) for m in messages] == [(Step.RESTORE, 0, 1)]
     assert records[-1].epoch == 1 and collects == [()]  # what an earlier term left is collected
     assert coord.on_tick(5.0) == []  # no checkpoint while restoring
+    assert coord.restoring() == messages[0]  # for a stream manager that registers meanwhile
     assert carried(restored(coord, 1, 0.2, tasks=(1, 2)))[0] == []
     assert carried(coord.on_report(report(Step.RESTORED, 0, 3, epoch=0), 0.2))[0] == []  # another epoch's
     messages, _, _ = carried(restored(coord, 1, 0.3, tasks=(3,)))
-    assert [(m.step, m.epoch) for m in messages] == [(Step.RESUME, 1)]
+    assert [(m.step, m.epoch) for m in messages] == [(Step.RESUME, 1)] and coord.restoring() is None
     assert abs(coord.stats().last_restore_ms - 300) < 1e-6
 
 

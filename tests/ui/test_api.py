@@ -37,6 +37,7 @@ def test_topology_gives_plan_config_status_and_windowed_figures(local):
     assert t["components"][2]["inputs"] == [{"component": "split", "stream": "default", "grouping": "fields",
                                             "fields": ["word"]}]
     assert t["config"]["topology.reliability.mode"] == "ATLEAST_ONCE"
+    assert t["checkpoints"] is None  # no stateful component: no checkpoints (docs/state.md)
     count = t["components"][2]["metrics"]
     for key in ("execute_rate", "execute_latency_p50_ms", "execute_latency_p99_ms", "capacity", "cpu_percent",
                 "rss_mb", "queue_depth", "backpressure_ms", "process_latency_p99_ms"):

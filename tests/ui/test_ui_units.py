@@ -97,3 +97,14 @@ def test_runtime_processes_never_import_the_ui_or_its_web_stack():
             f"print(','.join(sorted(h for h in {heavy!r} if h in sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "", f"runtime processes import {out}"
+
+
+def test_a_topology_that_checkpoints_gets_a_line_of_its_figures():
+    from squall.ui.views import _checkpoints
+
+    figures = {"mode": "EFFECTIVELY_ONCE", "interval_secs": 1.0, "completed": 12, "failed": 1, "restores": 2,
+               "last_restore_ms": 41.5, "last_id": 13, "duration_ms": 20.0, "bytes": 2048, "align_ms": 3.25}
+    assert _checkpoints({"checkpoints": figures})["line"] == (
+        "checkpoints (EFFECTIVELY_ONCE, every 1 s): 12 complete, 1 abandoned, 2 restores (the last took 42 ms); "
+        "last #13: 2.0 KiB in 20 ms, alignment 3.2 ms")
+    assert _checkpoints({"components": {}}) is None and _checkpoints(None) is None
