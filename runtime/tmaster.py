@@ -348,8 +348,8 @@ class TMaster:
         execution = await asyncio.to_thread(get, Kind.EXECUTION_STATE, env.name) or env.execution
         packing = await asyncio.to_thread(get, Kind.PACKING_PLAN, env.name) or env.packing
         await asyncio.to_thread(env.state.put, Kind.TMASTER, env.name, location)
+        self.checkpoints = await asyncio.to_thread(self.checkpoint_coordinator)  # before any plan is published
         self.builder = PlanBuilder(env.name, location, packing, execution.status)
-        self.checkpoints = await asyncio.to_thread(self.checkpoint_coordinator)
         call = self.loop.call_soon_threadsafe
         watch = env.state.watch  # registering a ZooKeeper watch reads the node: not on the loop
         cancels = [

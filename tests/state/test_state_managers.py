@@ -19,8 +19,9 @@ def location(pid):
     return schema.TMasterLocation(topology_name="t", host="h", control_port=1, pid=pid, run_id="r")
 
 
+# DESIGN.md's layout, and checkpoints/ (docs/state.md: the complete checkpoints of a topology that checkpoints)
 LAYOUT = sorted(["topologies", "packingplans", "pplans", "executionstate", "tmasters", "schedulers", "locks",
-                 "containers", "elections"])
+                 "containers", "elections", "checkpoints"])
 
 
 def test_layout_follows_the_design(state, tmp_path):
