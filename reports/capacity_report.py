@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from squall.errors import SquallError
 from squall.chaining import chains
-from squall.reports import capacity, charts, metrics, plans, recommend
+from squall.reports import capacity, charts, checkpoints, metrics, plans, recommend
 from squall.reports.model import Host
 from squall.reports.recommend import Policy
 from squall.reports.inputs import (
@@ -62,6 +62,7 @@ def capacity_report(options: CapacityOptions, spark: Any, progress: Optional[Spa
         spouts = [c.name for c in logical.components if c.kind == 1] if logical else None
         progress.step(f"aggregating {run['rows']:,} rows of {run['topology']}")
         agg = metrics.aggregate(flat, run, options.thresholds, spouts)
+        checkpointed = metrics.aggregate_checkpoints(flat, run)
     finally:
         flat.unpersist()
 
@@ -102,6 +103,13 @@ def capacity_report(options: CapacityOptions, spark: Any, progress: Optional[Spa
     if current is not None:
         tables.insert(3, Table("current_plan", "Observed packing plan",
                                [{k: v for k, v in current.items() if k != "shapes"}]))
+    checkpoint_lines = []
+    if checkpointed is not None:
+        row, rows, checkpoint_lines = checkpoints.report_part(checkpointed, agg.kinds)
+        at = [t.name for t in tables].index("hosts")
+        tables[at:at] = [Table("checkpoints", "Checkpoints", [row], note=checkpoints.TOPOLOGY_NOTE),
+                         Table("checkpoint_components", "Checkpoints per component", rows,
+                               note=checkpoints.COMPONENT_NOTE)]
     if headroom:
         tables.insert(3, Table("cluster", f"Queue headroom ({view.queue_name})", headroom,
                                note="free = queue capacity - used; after = free - (cheapest recommended plan "
@@ -120,7 +128,7 @@ def capacity_report(options: CapacityOptions, spark: Any, progress: Optional[Spa
         facts=facts,
         tables=tables,
         charts=[],
-        summary=capacity.summary_lines(agg, recs, policy_rows, hosts),
+        summary=capacity.summary_lines(agg, recs, policy_rows, hosts) + checkpoint_lines,
         data={"parameters": {"headroom": options.policy.headroom, "margin": options.policy.margin,
                              "skew_threshold": options.policy.skew_threshold,
                              "saturation_busy": options.thresholds.busy,

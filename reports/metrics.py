@@ -14,6 +14,20 @@ from squall.reports.schema import CORRUPT, FIELD_NAMES, reason_column, spark_sch
 
 PLOT_POINTS = 200  # time-series points per component kept for the charts
 
+# An instance's checkpoint figures in its row's ``user`` (runtime/instance/checkpointing.py), per bucket.
+CHECKPOINT_KEYS = (
+    ("__checkpoint_saves", "_ck_saves"),  # checkpoints it saved
+    ("__checkpoint_save_ms", "_ck_save_ms"),  # summed over those saves
+    ("__checkpoint_align_ms", "_ck_align_ms"),  # the longest alignment among them
+    ("__checkpoint_bytes", "_ck_bytes"),  # summed over those saves
+    ("__checkpoint_stale_frames", "_ck_stale"),  # frames of another epoch dropped
+)
+# The topology master's ``user.checkpoints`` (runtime/checkpoints.py ``checkpoint_figures``): counters of
+# its term of leadership, and the last complete checkpoint's figures.
+MASTER_CHECKPOINTS = ("mode STRING, interval_secs DOUBLE, completed LONG, failed LONG, restores LONG, "
+                      "last_restore_ms DOUBLE, last_id LONG, duration_ms DOUBLE, bytes LONG, align_ms DOUBLE")
+MASTER_COUNTERS = ("completed", "failed", "restores")
+
 
 @dataclass(frozen=True)
 class Thresholds:
@@ -75,11 +89,15 @@ def read_metrics(spark: Any, source: MetricsSource) -> Any:
     )
     parsed = parsed.withColumn("reason", reason_column("p", "k"))
     columns = [F.col(f"p.{n}").alias(n) for n in FIELD_NAMES if n != "user"]
+    user = F.col("p.user")  # string -> string: a nested object is its JSON text
+    checkpoint_columns = [user["checkpoints"].alias("_checkpoints"), user["leading"].alias("_leading")] + [
+        user[key].cast("double").alias(column) for key, column in CHECKPOINT_KEYS]
     flat = parsed.select(
         "reason",
         F.when(F.col("reason").isNotNull(), F.col("_file")).alias("_file"),
         F.when(F.col("reason").isNotNull(), F.substring("value", 1, 200)).alias("_line"),
         *columns,
+        *checkpoint_columns,
     )
     return flat.persist(StorageLevel.MEMORY_AND_DISK)
 
@@ -256,6 +274,106 @@ def aggregate(flat: Any, run: dict, thresholds: Thresholds, spouts_hint: Optiona
         hosts=[{"host": h["host"], "cores_used_mean": h["cpu_secs"] / max(h["end"] - h["start"], 1e-9)}
                for h in hosts],
     )
+
+
+@dataclass
+class CheckpointAggregates:
+    """The checkpoint figures of one run of a topology that checkpoints."""
+
+    tasks: list  # per task: component, task_id, rows, saves, save_ms, align_ms_max, bytes, stale_frames
+    master: Optional[dict] = None  # topology-wide, from the leading topology master's rows (None: no such rows)
+
+
+def aggregate_checkpoints(flat: Any, run: dict) -> Optional[CheckpointAggregates]:
+    """Per task and topology-wide checkpoint figures of one run; None when it did not checkpoint
+    (no instance row carries ``__checkpoint_saves``, no topology master row ``checkpoints``)."""
+    from pyspark.sql import functions as F
+
+    rows = flat.where(
+        F.col("reason").isNull() & (F.col("topology") == run["topology"]) & (F.col("run_id") == run["run_id"])
+    )
+    tasks = (
+        rows.where((F.col("process") == "instance") & F.col("_ck_saves").isNotNull())
+        .groupBy("component", "task_id")
+        .agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.sum("_ck_saves").alias("saves"),
+            F.sum("_ck_save_ms").alias("save_ms"),
+            F.max("_ck_align_ms").alias("align_ms_max"),
+            F.sum("_ck_bytes").alias("bytes"),
+            F.sum("_ck_stale").alias("stale_frames"),
+        )
+        .collect()
+    )
+    master = _master_checkpoints(rows)
+    if not tasks and master is None:
+        return None
+    return CheckpointAggregates(sorted((t.asDict() for t in tasks), key=lambda t: (t["component"], t["task_id"])),
+                                master)
+
+
+def _master_checkpoints(rows: Any) -> Optional[dict]:
+    """The leading topology master's figures over the run.
+
+    Its counters (completed, failed, restores) count from 0 in each term of leadership (a new
+    process, or a new election): a row where one of them went down starts a new term, whose
+    counts are added whole. The last complete checkpoint's figures are sampled once per row;
+    each checkpoint id counts once."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    leading = F.coalesce(F.col("_leading"), F.lit("true")) == "true"  # a standby keeps its last term's figures
+    figures = (
+        rows.where((F.col("process") == "tmaster") & F.col("_checkpoints").isNotNull() & leading)
+        .select("topology", "run_id", "ts", F.from_json("_checkpoints", MASTER_CHECKPOINTS).alias("c"))
+        .where(F.col("c.completed").isNotNull() & F.col("c.mode").isNotNull()
+               & F.col("c.interval_secs").isNotNull())  # not this runtime's figures: left out
+        .select("topology", "run_id", "ts", "c.*")
+    )
+    window = Window.partitionBy("topology", "run_id").orderBy("ts")
+    counters = {k: F.coalesce(F.col(k), F.lit(0)) for k in MASTER_COUNTERS}
+    previous = {k: F.lag(v).over(window) for k, v in counters.items()}
+    went_down = F.lit(False)
+    for k in MASTER_COUNTERS:
+        went_down = went_down | F.coalesce(counters[k] < previous[k], F.lit(False))
+    whole = previous[MASTER_COUNTERS[0]].isNull() | went_down  # the run's first row, or a term's
+    steps = figures.select(
+        "*",
+        went_down.alias("new_term"),
+        *[F.when(whole, counters[k]).otherwise(counters[k] - previous[k]).alias(f"{k}_step")
+          for k in MASTER_COUNTERS],
+    )
+    totals = steps.agg(
+        F.count(F.lit(1)).alias("rows"),
+        *[F.sum(f"{k}_step").alias(k) for k in MASTER_COUNTERS],
+        (1 + F.sum(F.col("new_term").cast("long"))).alias("terms"),
+        F.max_by("mode", "ts").alias("mode"),
+        F.max_by("interval_secs", "ts").alias("interval_secs"),
+        F.max_by("last_restore_ms", F.when(F.col("last_restore_ms").isNotNull(), F.col("ts")))
+        .alias("last_restore_ms"),
+    ).first()
+    if not totals["rows"]:
+        return None
+    sampled = (
+        figures.where(F.col("last_id").isNotNull())
+        .groupBy("last_id")
+        .agg(F.max("duration_ms").alias("duration_ms"), F.max("bytes").alias("bytes"),
+             F.max("align_ms").alias("align_ms"))
+        .agg(
+            F.count(F.lit(1)).alias("sampled"),
+            F.max("last_id").alias("last_id"),
+            F.max_by("duration_ms", "last_id").alias("last_duration_ms"),
+            F.max_by("bytes", "last_id").alias("last_bytes"),
+            F.max_by("align_ms", "last_id").alias("last_align_ms"),
+            F.avg("duration_ms").alias("duration_ms_mean"),
+            F.max("duration_ms").alias("duration_ms_max"),
+            F.avg("align_ms").alias("align_ms_mean"),
+            F.max("align_ms").alias("align_ms_max"),
+            F.avg("bytes").alias("bytes_mean"),
+        )
+        .first()
+    )
+    return {**totals.asDict(), **sampled.asDict()}
 
 
 def _kinds(rows: Any, spouts_hint: Optional[Sequence[str]]) -> dict:

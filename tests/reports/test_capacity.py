@@ -178,3 +178,9 @@ def test_malformed_rows_are_counted_when_skipped(spark, malformed_run):
 def test_unknown_topology(spark, known_run):
     with pytest.raises(SquallError, match=r"no metrics for topology 'nope' in .* \(found: known\)"):
         capacity_report(CapacityOptions(metrics=known_run, topology="nope", charts=False), spark)
+
+
+def test_a_run_without_checkpoints_has_no_checkpoint_part(report):
+    assert [t.name for t in report.tables] == ["components", "recommendations", "plans", "current_plan", "hosts",
+                                               "instances", "malformed"]
+    assert not any("checkpoint" in line for line in report.summary)
