@@ -373,6 +373,7 @@ class TMaster:
                 task.cancel()
             self.step_down("stopping" if self.stopped.is_set() else "leadership ended")
             self.builder = None
+            self.checkpoints = None
             if self.stopped.is_set() and self.election.holds():
                 await asyncio.to_thread(env.state.delete, Kind.TMASTER, env.name)
 
@@ -411,7 +412,7 @@ class TMaster:
             await asyncio.sleep(bucket)
             now = time.time()
             user = {"stmgrs": len(self.stmgrs), "leading": self.leading()}
-            if self.checkpoints is not None:
+            if self.checkpoints is not None and self.leading():  # a standby's old term's figures are no news
                 user["checkpoints"] = checkpoint_figures(self.checkpoints.stats())
             await sender.send(schema.MetricsRow(
                 ts=now, interval_secs=now - last, process="tmaster", component="__tmaster", task_id=None,
