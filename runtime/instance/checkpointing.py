@@ -46,6 +46,7 @@ class Checkpointing:
         self.buffer_bytes = buffer_bytes
         self.storage: Any = None  # set by the process (runtime/instance/loop.py)
         self.state = KeyValueState()
+        self.restore_from = 0  # the checkpoint the state comes from (0: none, the empty state)
         self.restoring = True  # until the first RESUME: a spout does not emit
         self.sources: set = set()  # upstream tasks: a marker from each completes an alignment
         self.downstream: list = []  # tasks this task's markers go to
@@ -73,11 +74,14 @@ class Checkpointing:
         downs = sorted({c.name for c in topology.components if any(i.component == me.name for i in c.inputs)})
         self.downstream = [t for c in downs for t in sorted(component_tasks.get(c, ()))]
         mine = sorted(component_tasks.get(me.name, ()))
-        self.index, self.parallelism = mine.index(inst.task_id), len(mine)
+        if inst.task_id in mine:  # else it is retiring (a scale down): it keeps what it was
+            self.index, self.parallelism = mine.index(inst.task_id), len(mine)
 
     def init_state(self) -> None:
-        """Hand the component its state (after ``initialize``)."""
+        """Load the state to restore (once the plan says which task of how many this is) and hand it to
+        the component (after ``initialize``)."""
         if self.stateful:
+            self.state = KeyValueState(self.load(self.restore_from) if self.restore_from else {})
             self.inst.component.init_state(self.state)
 
     # frames ---------------------------------------------------------------------------
@@ -181,14 +185,14 @@ class Checkpointing:
         self.abandoned = self.last_saved = 0
         inst.epoch = epoch
         self.restoring = True
-        if self.stateful:
-            self.state = KeyValueState(self.load(cid) if cid else {})
+        self.restore_from = cid
+        if inst.initialized:  # else initialize() comes first, then init_state (InstanceState.on_plan)
             self.init_state()
         inst.on_restored()
         inst.out += control_frame(checkpoint=schema.CheckpointMessage(
             step=Step.RESTORED, checkpoint_id=cid, epoch=epoch, task_id=inst.task_id))
         log.info("task %d restored %s in epoch %d%s", inst.task_id, f"checkpoint {cid}" if cid else "the empty state",
-                 epoch, f" ({len(self.state)} keys)" if self.stateful else "")
+                 epoch, f" ({len(self.state)} keys)" if self.stateful and inst.initialized else "")
 
     def load(self, cid: int) -> dict:
         """This task's keys of checkpoint ``cid``: its own file when the parallelism is the one saved,

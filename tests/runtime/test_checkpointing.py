@@ -175,3 +175,22 @@ def test_a_spout_waits_for_resume_then_saves_and_sends_markers_on_start(tmp_path
     assert msgpack.unpackb(frames[0][13:]) == [3, 7, 1] and steps(frames) == [(Step.SAVED, 7, 3)]
     saved = LocalStorage(str(tmp_path)).read(task_file("ckpt", 7, "source", 0, 2))
     assert [(k, v) for _, k, v in decode_state(saved)] == [("next", 42)]
+
+
+def test_a_task_retired_by_a_scale_down_takes_the_plan_without_it(tmp_path):
+    inst = started(tmp_path, task=2, pplan_=pplan((1, 2), 3, (4, 5)), count_par=2)
+    assert (inst.checkpoint.index, inst.checkpoint.parallelism) == (1, 2)
+    inst.on_frame(control_frame(physical_plan=pplan((1,), 3, (4, 5))), 0.0)  # count scaled to 1: task 2 retires
+    assert (inst.checkpoint.index, inst.checkpoint.parallelism) == (1, 2)
+
+
+def test_a_restore_before_the_first_plan_hands_the_state_over_after_initialize(tmp_path):
+    storage = LocalStorage(str(tmp_path))
+    storage.write(task_file("ckpt", 2, "count", 0, 2), encode_state(KeyValueState({"b": 1}), GROUPS))
+    storage.write(task_file("ckpt", 2, "count", 1, 2), encode_state(KeyValueState({"a": 7}), GROUPS))
+    inst = make_instance(plan_of(2), "count", 2, 1)
+    inst.checkpoint.storage = storage
+    inst.on_frame(step(Step.RESTORE, 2, 1), 0.0)
+    assert not inst.initialized and not hasattr(inst.component, "state")  # init_state waits for initialize
+    inst.on_frame(control_frame(physical_plan=pplan((1, 2), 3, (4, 5))), 0.0)  # now it knows it is task 1 of 2
+    assert dict(inst.component.state.items()) == {"a": 7}
