@@ -36,7 +36,7 @@ from squall.runtime.instance.chain import Chain, ComponentLogFilter, link
 from squall.runtime.instance.delivery import UserError
 from squall.runtime.instance.make import make_instance
 from squall.runtime.metrics_sender import BlockingMetricsSender
-from squall.runtime.protocol import BlockingConnection, ProtocolError
+from squall.runtime.protocol import HEADER, BlockingConnection, ProtocolError
 from squall.runtime.user_errors import UNCAUGHT
 from squall.supervision import RetryPolicy
 
@@ -94,6 +94,15 @@ def _instance(env: Any, component: str, task: int) -> tuple:
     return chain, [index[t] for _, t in members]
 
 
+def rest_of_frame(out: bytearray, head: int, sent: int) -> int:
+    """Bytes of ``out`` left of a frame partly sent once its first ``sent`` bytes are: ``out`` is the
+    ``head`` bytes that end a frame, then whole frames."""
+    pos = head
+    while pos < sent:
+        pos += 4 + HEADER.unpack_from(out, pos)[0]
+    return pos - sent
+
+
 class _Loop:
     """The instance process's I/O: one blocking socket to the stream manager, a single thread.
 
@@ -120,6 +129,7 @@ class _Loop:
         self.conn = conn
         self.sock = conn.sock
         self.reader = conn.reader
+        self.inst.out_head = 0  # nothing of ``out`` is on this connection yet
 
     def send_all(self) -> None:
         """Blocking send of everything emitted (bolts: the stream manager always reads them)."""
@@ -127,6 +137,7 @@ class _Loop:
         if inst.out:
             data = bytes(inst.out)
             inst.out.clear()
+            inst.out_head = 0
             t0 = time.perf_counter()
             try:
                 self.sock.sendall(data)
@@ -137,8 +148,10 @@ class _Loop:
                 inst.backpressure_time += waited
 
     def send_some(self) -> bool:
-        """Non-blocking send (spouts); True when nothing is left unsent."""
-        out = self.inst.out
+        """Non-blocking send (spouts); True when nothing is left unsent. When the socket takes part of
+        a frame, ``inst.out_head`` says how much of ``out`` is its end (a rollback keeps it)."""
+        inst = self.inst
+        out = inst.out
         if out:
             try:
                 n = self.sock.send(out, socket.MSG_DONTWAIT)
@@ -146,6 +159,7 @@ class _Loop:
                 return False
             except OSError as e:
                 raise ProtocolError(f"send to the stream manager failed: {e}") from e
+            inst.out_head = rest_of_frame(out, inst.out_head, n)
             del out[:n]
         return not out
 

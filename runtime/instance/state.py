@@ -99,6 +99,7 @@ class InstanceState:
         self.active = False
         self.plan: Any = None
         self.out = bytearray()
+        self.out_head = 0  # bytes at the start of ``out`` that end a frame the socket took the start of (loop.py)
         self.batches: dict = {}  # destination task -> Batch, for every task of the plan
         self.fast_routes: dict = {}  # stream -> (fields, key index, key batches, key miss, next_task, chooser)
         self._packb = msgpack.Packer(use_bin_type=True).pack
@@ -269,8 +270,9 @@ class InstanceState:
     # checkpoints (checkpointing.py) ---------------------------------------------------
     def drop_unsent(self, held: list) -> None:
         """A rollback: what was emitted and not sent, what waits for a plan and the frames ``held`` for
-        an alignment are of the old epoch."""
-        self.out.clear()
+        an alignment are of the old epoch. The end of a frame partly sent stays: the stream manager
+        has its start and would read whatever came next as its rest."""
+        del self.out[self.out_head:]
         for batch in self.batches.values():
             batch.clear()
         self.discarded(self.waiting + [f for f in held if f[4] == DATA])
