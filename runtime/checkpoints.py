@@ -151,8 +151,8 @@ class CheckpointCoordinator:
             self.restore = None
             self.last_restore_ms = (now - r.failed_at) * 1000
             self.next_start = now + self.interval
-            log.info("every task restored checkpoint %d in epoch %d (%.0f ms after the %s); resuming",
-                     r.checkpoint_id, r.epoch, self.last_restore_ms, "start" if self.restores <= 1 else "failure")
+            log.info("every task restored checkpoint %d in epoch %d, %.0f ms after the plan that started the "
+                     "restore; resuming", r.checkpoint_id, r.epoch, self.last_restore_ms)
             return [Broadcast(schema.CheckpointMessage(step=Step.RESUME, checkpoint_id=r.checkpoint_id,
                                                        epoch=r.epoch))]
         return []
