@@ -313,6 +313,7 @@ class StreamManagerState:
         self.bp_time = 0.0  # seconds throttled, not yet reported
         self.bp_episodes = 0
 
+        self.restoring = False  # between a checkpoint's RESTORE and RESUME (docs/state.md)
         self.held: dict = {}  # task -> frames waiting for it to connect (or for a plan naming it)
         self.held_bytes = 0
 
@@ -414,7 +415,7 @@ class StreamManagerState:
                      f", running the chain {' -> '.join(f'{c}[{t}]' for t, c in who.members)}" if who.members else "")
             if who.component in self.spouts and self.throttled:
                 self.paused.add(task)
-                if not takes_input(who):
+                if self._pauses_reading(who):
                     out.append(PauseReading(who, True))
                 out.append(Send(who, self.backpressure_frame(True)))
             if self.pplan is not None and task in self.task_container:
@@ -665,6 +666,12 @@ class StreamManagerState:
         for who in self.connections():
             if not spouts_only or who.component in self.spouts:
                 out.append(Send(who, f))
+        if msg.step in (schema.CheckpointStep.RESTORE, schema.CheckpointStep.RESUME):
+            # until RESUME spouts do not emit: their RESTORED must be read, throttled or not
+            self.restoring = msg.step == schema.CheckpointStep.RESTORE
+            for who in self.connections():
+                if who.task in self.paused and not takes_input(who):
+                    out.append(PauseReading(who, not self.restoring))
         if msg.step == schema.CheckpointStep.RESTORE:
             dropped = sum(map(len, self.held.values())) + sum(l.buffered for l in self.peers.values())
             self.held.clear()
@@ -674,6 +681,12 @@ class StreamManagerState:
             if dropped:
                 log.info("restore in epoch %d: dropped %d bytes of frames held here", msg.epoch, dropped)
             self._update_congestion(out, now)
+
+    def _pauses_reading(self, who: LocalTask) -> bool:
+        """A throttled spout's connection is not read (what it wrote before it stopped stays in kernel
+        buffers), unless it carries a chain's bolts (``takes_input``) or a restore is under way (its
+        RESTORED must reach the topology master; it emits nothing until RESUME)."""
+        return not takes_input(who) and not self.restoring
 
     def _drop_link(self, link: PeerLink, out: list) -> None:
         if self.peers.get(link.container) is link:
@@ -731,7 +744,7 @@ class StreamManagerState:
             task = who.task
             if who.component in self.spouts and (task in self.paused) != throttled:
                 (self.paused.add if throttled else self.paused.discard)(task)
-                if not takes_input(who):
+                if self._pauses_reading(who):
                     out.append(PauseReading(who, throttled))
                 frame = frame or self.backpressure_frame(throttled)
                 out.append(Send(who, frame))  # the spout stops (or resumes) emitting

@@ -20,8 +20,8 @@ import msgpack
 from squall.component import TICK_FREQ_KEY
 from squall.idl import schema
 from squall.runtime.instance.batch import Batch
-from squall.runtime.protocol import (ACK, CONTROL, DATA, MARKER, ProtocolError, data_frame, decode_control,
-                                     frame_count)
+from squall.runtime.protocol import (ACK, CONTROL, DATA, HEADER, MARKER, ProtocolError, data_frame,
+                                     decode_control, frame_count)
 from squall.runtime.routing import RoutingError, build_routes, str_key_cache
 from squall.runtime.user_errors import UserErrors
 
@@ -269,10 +269,18 @@ class InstanceState:
 
     # checkpoints (checkpointing.py) ---------------------------------------------------
     def drop_unsent(self, held: list) -> None:
-        """A rollback: what was emitted and not sent, what waits for a plan and the frames ``held`` for
-        an alignment are of the old epoch. The end of a frame partly sent stays: the stream manager
-        has its start and would read whatever came next as its rest."""
-        del self.out[self.out_head:]
+        """A rollback: the tuples and markers emitted and not sent, what waits for a plan and the frames
+        ``held`` for an alignment are of the old epoch. The rest of what waits in ``out`` is sent: the
+        end of a frame partly sent (the stream manager has its start and would read whatever came next
+        as its rest), and reports (``consumed``: without them the stream manager's bound on this task's
+        queue would stay full for ever; acks)."""
+        out, pos, kept = self.out, self.out_head, bytearray(self.out[:self.out_head])
+        while pos < len(out):
+            end = pos + 4 + HEADER.unpack_from(out, pos)[0]
+            if out[pos + 4] not in (DATA, MARKER):
+                kept += out[pos:end]
+            pos = end
+        self.out[:] = kept
         for batch in self.batches.values():
             batch.clear()
         self.discarded(self.waiting + [f for f in held if f[4] == DATA])

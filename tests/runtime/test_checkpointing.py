@@ -194,3 +194,17 @@ def test_a_restore_before_the_first_plan_hands_the_state_over_after_initialize(t
     assert not inst.initialized and not hasattr(inst.component, "state")  # init_state waits for initialize
     inst.on_frame(control_frame(physical_plan=pplan((1, 2), 3, (4, 5))), 0.0)  # now it knows it is task 1 of 2
     assert dict(inst.component.state.items()) == {"a": 7}
+
+
+def test_a_rollback_keeps_the_consumed_reports_not_yet_sent(tmp_path):
+    """What a bolt reports consumed at a save's flush and has not sent yet still leaves after a RESTORE (the
+    stream manager bounds the task's queue with it); the tuples and markers of the old epoch do not."""
+    inst = started(tmp_path)
+    inst.on_frame(words(3, "a", "b"), 0.0)
+    inst.on_frame(marker(3, 1), 0.0)
+    inst.on_frame(marker(4, 1), 0.0)  # the save flushes: the consumed report and the marker wait in out
+    inst.on_frame(step(Step.RESTORE, 1, 2), 0.0)
+    frames = sent(inst)
+    assert [f[4] for f in frames] == [CONTROL, CONTROL, CONTROL]  # consumed, SAVED, RESTORED: no MARKER
+    assert [decode_control(f).consumed for f in frames][0] == 2
+    assert steps(frames) == [(Step.SAVED, 1, 1), (Step.RESTORED, 1, 1)]

@@ -544,3 +544,18 @@ def test_a_restore_drops_the_old_epochs_frames_held_here():
     assert sent(out, SPOUT) == [restore]
     assert sm.held == {} and sm.held_bytes == 0 and sm.peers[2].buffer == [] and sm.peers[2].buffered == 0
     assert sent(sm.handle(Connected(BOLT, 1.0)), BOLT) == [sm.pplan_frame]  # nothing stale delivered
+
+
+def test_a_throttled_spout_is_read_during_a_restore_so_that_its_restored_report_arrives():
+    Step = schema.CheckpointStep
+    sm = started({1: 1, 2: 1, 3: 2}, SPOUT, BOLT)
+    sm.handle(FramesArrived(PeerIn(2), [control_frame(backpressure=schema.Backpressure(2, True))], 0.0))
+    assert 1 in sm.paused
+    out = sm.handle(FramesArrived(TMASTER, [checkpoint_frame(Step.RESTORE, cid=0, epoch=2)], 0.0))
+    assert pauses(out, SPOUT) == [False]  # still told to stop emitting, but read
+    restored = checkpoint_frame(Step.RESTORED, cid=0, epoch=2, task=1)
+    assert sm.handle(FramesArrived(SPOUT, [restored], 0.0)) == [Send(TMASTER, restored)]
+    out = sm.handle(FramesArrived(TMASTER, [checkpoint_frame(Step.RESUME, cid=0, epoch=2)], 0.0))
+    assert pauses(out, SPOUT) == [True]  # still throttled: not read again until it ends
+    assert pauses(sm.handle(FramesArrived(PeerIn(2), [control_frame(backpressure=schema.Backpressure(2, False))],
+                                          0.0)), SPOUT) == [False]
