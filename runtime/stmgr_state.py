@@ -56,6 +56,13 @@ container's backpressure throttles the local spouts too, until it ends or its
 inbound link is lost. Telling spouts matters: what a spout had written before
 its stream manager stopped reading it would otherwise wait in kernel buffers
 and flood the queue when reading resumes.
+
+Checkpoints (docs/state.md): MARKER frames are routed as DATA frames are. A
+``checkpoint`` step from the topology master goes to the local tasks (START to
+the spouts only); one from a task goes to the topology master. On RESTORE
+what is held here and buffered for down links is dropped (the old epoch's),
+and until RESUME throttled spouts are read: they emit nothing, and their
+RESTORED must arrive.
 """
 from __future__ import annotations
 
