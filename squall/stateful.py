@@ -21,8 +21,10 @@ from typing import Any, Iterator, Optional, Sequence
 import msgpack
 
 from squall.component import Bolt, Spout
+from squall.idl import schema
 
 _packb = msgpack.Packer(use_bin_type=True).pack
+SPOUT = schema.ComponentKind.SPOUT
 
 
 def stable_hash(key_values: Sequence[Any]) -> int:
@@ -118,7 +120,8 @@ def checkpointing(topology: Any, config: Any) -> bool:
 def check_stateful(topology: Any, base: Any = None) -> None:
     """What a stateful topology needs, against the configuration a run really gets: at
     EFFECTIVELY_ONCE every spout is a ``StatefulSpout`` (a rollback rewinds the sources); a stateful
-    component has no more tasks than key groups. A ``TopologyError`` names the component."""
+    component has no more tasks than key groups; at ATLEAST_ONCE the checkpoint interval is below the
+    message timeout. A ``TopologyError`` names the component or the keys."""
     from squall.errors import TopologyError
     from squall.logical import component_config, topology_config
 
@@ -131,7 +134,7 @@ def check_stateful(topology: Any, base: Any = None) -> None:
                             "its tuples would time out and replay for ever; keep the interval below the timeout")
     for c in topology.components:
         where = f"components.{c.name}"
-        if mode == "EFFECTIVELY_ONCE" and c.kind == 1 and not c.stateful:  # ComponentKind.SPOUT
+        if mode == "EFFECTIVELY_ONCE" and c.kind == SPOUT and not c.stateful:
             raise TopologyError(f"{where}: topology.reliability.mode is EFFECTIVELY_ONCE, so every spout must be a "
                                 f"squall.StatefulSpout (a rollback resumes spouts from their saved position); "
                                 f"{c.class_name} is not")
@@ -151,7 +154,7 @@ def check_stateful_update(current: Any, proposed: Any, base: Any = None) -> None
     before = {c.name: c for c in current.components}
     for c in proposed.components:
         old = before.get(c.name)
-        if c.stateful and c.kind == 1 and old is not None and old.parallelism != c.parallelism:
+        if c.stateful and c.kind == SPOUT and old is not None and old.parallelism != c.parallelism:
             raise TopologyError(f"components.{c.name}: a StatefulSpout's parallelism cannot change ({old.parallelism} "
                                 f"-> {c.parallelism}): its state is each task's own position in its source")
 

@@ -90,3 +90,16 @@ def test_the_hooks_exist_with_the_names_users_expect():
     for cls in (StatefulBolt, StatefulSpout):
         for hook in ("init_state", "pre_save", "post_save"):
             assert callable(getattr(cls, hook))
+
+
+def test_an_update_keeps_a_stateful_spouts_parallelism():
+    from squall.idl import replace
+    from squall.stateful import check_stateful_update
+
+    plan = topology()
+    more = replace(plan, components=[replace(c, parallelism=2) for c in plan.components])
+    with pytest.raises(TopologyError, match=r"components.source: a StatefulSpout's parallelism cannot change \(1 -> 2\)"):
+        check_stateful_update(plan, more)
+    bolts_only = replace(plan, components=[replace(c, parallelism=5) if c.name == "count" else c
+                                           for c in plan.components])
+    check_stateful_update(plan, bolts_only)
