@@ -46,7 +46,8 @@ def test_interrupted_submit_leaves_nothing_running(cluster, signum, status):
     assert cluster.processes(), "submit started nothing"
     time.sleep(1.0)
     submit.send_signal(getattr(signal, signum))
-    assert submit.wait(timeout=60) == status
+    code = submit.wait(timeout=60)
+    assert code == status, f"submit exited {code}: {submit.stderr.read()}"  # the why, should it ever differ
     assert cluster.processes() == []
     state = LocalStateManager(os.path.join(cluster.home, "state"))
     assert records_left(state, "never_up") == []
