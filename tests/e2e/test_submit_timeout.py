@@ -39,6 +39,9 @@ def test_interrupted_submit_leaves_nothing_running(cluster, signum, status):
         [squall, "submit", os.path.join(TOPOLOGIES, "never_up.py"), "--config-property", "squall.submit.timeout.secs=60",
          "--config-property", "squall.restart.backoff.secs=30"],  # one crash, then a long wait: interrupt it
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # a user's Ctrl-C: SIGINT as a terminal leaves it, even when the tests run as a background job (a
+        # non-interactive shell's `cmd &` ignores SIGINT, and Python then installs no KeyboardInterrupt)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 30
     while not cluster.processes() and time.monotonic() < deadline:
