@@ -25,6 +25,7 @@ from squall.logical import topology_config
 from squall.topology import encode_config
 from squall.importing import import_object
 from squall.packing import pack, plan_to_json
+from squall.preflight import preflight
 from squall.scheduler.base import LaunchOptions, Scheduler, state_file
 from squall.state import AlreadyExists, Kind, StateAddress, StateManager, squall_home
 from squall.state.status import FAILED, topology_health
@@ -94,6 +95,7 @@ def _with_cluster(topology: Any, base: Config) -> tuple:
 def dry_run(topology: Any, base: Config, cluster: str) -> str:
     """What ``submit`` would launch on ``cluster`` (the scheduler's description); writes nothing."""
     topology, config = _with_cluster(topology, base)
+    preflight(topology, base)
     scheduler = make_scheduler(cluster, None, LaunchOptions(dry_run=True))
     plan = pack(topology, base)
     scheduler.check(topology, plan, config)
@@ -119,6 +121,7 @@ def submit(
     """
     name = topology.name
     topology, config = _with_cluster(topology, base)
+    preflight(topology, base)  # a broker that is not there, a path that cannot be written: nothing launched
     scheduler = make_scheduler(cluster, state, options)
     address = StateAddress.from_config(base)
     plan = pack(topology, base)  # refuses impossible requests before anything starts

@@ -226,6 +226,18 @@ class Component:
         """Called when the task shuts down cleanly."""
 
     @classmethod
+    def check_config(cls, config: Mapping[str, Any]) -> None:
+        """Refuse a configuration this component cannot run with, without I/O: called by ``build()`` with
+        the component's resolved config (every layer but ``--config-property``) and again at submit. Raise
+        ``ValueError`` with one line naming the key and what was expected (a connector's keys: docs/connectors.md)."""
+
+    @classmethod
+    def preflight(cls, config: Mapping[str, Any]) -> None:
+        """Check what this component needs outside the topology before anything is launched (``squall
+        submit``, ``--dry-run`` too): a broker that answers, a topic that exists, a path that can be
+        written. Raise ``ValueError`` or ``OSError`` with one line naming what is wrong."""
+
+    @classmethod
     def declared_streams(cls) -> list:
         """The component's output streams as ``Stream`` objects."""
         outputs = cls.outputs
@@ -258,6 +270,10 @@ class Spout(Component):
 
     def deactivate(self) -> None:
         """The topology was deactivated: ``next_tuple`` is no longer called."""
+
+    def on_backpressure(self, on: bool) -> None:
+        """Backpressure began (``on``) or ended: ``next_tuple`` is not called meanwhile. A spout over an
+        external source pauses its reads here (a Kafka consumer pauses its partitions)."""
 
     def emit(
         self,

@@ -67,6 +67,9 @@ struct Component {
   8: optional bool auto_ack,
   // a StatefulBolt or StatefulSpout (squall/stateful.py): its state is saved at every checkpoint
   9: optional bool stateful,
+  // a StatefulSpout whose state is keyed by the units of its source (partitions, files): on a parallelism
+  // change every task gets every key and keeps those it now owns, so its parallelism may change
+  10: optional bool rescalable,
 }
 
 struct Topology {

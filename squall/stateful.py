@@ -105,7 +105,14 @@ class StatefulBolt(_Stateful, Bolt):
 
 class StatefulSpout(_Stateful, Spout):
     """A spout whose position is its state: restored, it resumes where the checkpoint was taken.
-    At EFFECTIVELY_ONCE every spout must be one (a rollback rewinds the sources)."""
+    At EFFECTIVELY_ONCE every spout must be one (a rollback rewinds the sources).
+
+    Its state is its task's own, so its parallelism cannot change, unless the class sets ``rescalable``:
+    then its state is keyed by the units of its source that a task reads (a Kafka partition, a file), and
+    after a parallelism change every task gets the keys of every task's saved state (Flink's union
+    state) and keeps those of the units it now reads."""
+
+    rescalable = False
 
 
 def is_stateful(cls: type) -> bool:
@@ -147,14 +154,15 @@ def check_stateful(topology: Any, base: Any = None) -> None:
 
 def check_stateful_update(current: Any, proposed: Any, base: Any = None) -> None:
     """An update of a stateful topology: ``check_stateful``, and a stateful spout keeps its parallelism (its
-    state is its tasks' positions, one per task)."""
+    state is its tasks' positions, one per task) unless it is ``rescalable``."""
     from squall.errors import TopologyError
 
     check_stateful(proposed, base)
     before = {c.name: c for c in current.components}
     for c in proposed.components:
         old = before.get(c.name)
-        if c.stateful and c.kind == SPOUT and old is not None and old.parallelism != c.parallelism:
+        if (c.stateful and c.kind == SPOUT and not c.rescalable and old is not None
+                and old.parallelism != c.parallelism):
             raise TopologyError(f"components.{c.name}: a StatefulSpout's parallelism cannot change ({old.parallelism} "
                                 f"-> {c.parallelism}): its state is each task's own position in its source")
 

@@ -226,6 +226,10 @@ class _Validator:
         self._check_config(base, spec.config, f"{where}.config")
         inputs = self._inputs(spec, where) if spec.kind == "BOLT" else []
         config = dict(spec.config or {})
+        try:
+            spec.cls.check_config(base.with_layer(self.config, "config").with_layer(config, f"{where}.config"))
+        except ValueError as e:
+            raise TopologyError(f"{where}.config: {e}") from e
         if spec.kind == "BOLT" and issubclass(spec.cls, WindowedBolt):
             resolved = base.with_layer(self.config, "config").with_layer(config, f"{where}.config")
             input_fields = [(f"{i.component}/{i.stream}", self.streams[i.component][i.stream].fields)
@@ -246,6 +250,7 @@ class _Validator:
             config=encode_config(config, f"{where}.config"),
             auto_ack=bool(getattr(spec.cls, "auto_ack", True)) if spec.kind == "BOLT" else None,
             stateful=is_stateful(spec.cls) or None,
+            rescalable=(spec.kind == "SPOUT" and is_stateful(spec.cls) and spec.cls.rescalable) or None,
         )
 
     def _inputs(self, spec: ComponentSpec, where: str) -> list:

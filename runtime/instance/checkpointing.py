@@ -30,6 +30,7 @@ from typing import Any, Optional
 import msgpack
 
 from squall.idl import schema
+from squall.logical import find_component
 from squall.runtime.protocol import DATA_HEADER_SIZE, MARKER, control_frame, data_frame
 from squall.stateful import KeyValueState, decode_state, encode_state, group_owner
 
@@ -196,7 +197,8 @@ class Checkpointing:
 
     def load(self, cid: int) -> dict:
         """This task's keys of checkpoint ``cid``: its own file when the parallelism is the one saved,
-        else every key of the component whose key group it now owns."""
+        else every key of the component whose key group it now owns (a rescalable spout: every key, and
+        it keeps those of the units of its source it now reads)."""
         from squall.state.storage import saved_tasks
 
         inst = self.inst
@@ -204,10 +206,11 @@ class Checkpointing:
         own = [path for index, par, path in saved if par == self.parallelism and index == self.index]
         if own or not saved or all(par == self.parallelism for _, par, _ in saved):
             return {key: value for path in own for _, key, value in decode_state(self.storage.read(path))}
+        union = bool(find_component(inst.topology, inst.component_name).rescalable)
         out: dict = {}
         for _, _, path in saved:
             for group, key, value in decode_state(self.storage.read(path)):
-                if group_owner(group % self.key_groups, self.parallelism, self.key_groups) == self.index:
+                if union or group_owner(group % self.key_groups, self.parallelism, self.key_groups) == self.index:
                     if key in out:
                         log.warning("task %d: key %r was in two tasks' state; keeping the first", inst.task_id, key)
                         continue

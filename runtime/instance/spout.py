@@ -81,6 +81,8 @@ class SpoutInstance(InstanceState):
             self.throttled_at = clock
         elif self.throttled and not on:
             self.backpressure_time += clock - self.throttled_at
+        if on != self.throttled and self.initialized:
+            self.component.on_backpressure(on)
         self.throttled = on
 
     def on_active(self, active: bool) -> None:

@@ -1,4 +1,5 @@
 """Module-level components and groupings used by the foundation tests."""
+import os
 from squall import Bolt, CustomGrouping, Spout, Stream
 
 
@@ -36,3 +37,17 @@ class Unserialisable(CustomGrouping):
 
     def choose_tasks(self, values):
         return []
+
+
+class NeedsPath(Bolt):
+    """A bolt whose config must name a path (``check_config``) that exists (``preflight``)."""
+
+    @classmethod
+    def check_config(cls, config):
+        if not config.get("needs.path"):
+            raise ValueError("needs.path is not set: name a directory")
+
+    @classmethod
+    def preflight(cls, config):
+        if not os.path.isdir(config["needs.path"]):
+            raise OSError(f"needs.path {config['needs.path']} is not a directory")

@@ -25,3 +25,13 @@ class Count(StatefulBolt):
 
 class Sink(Bolt):
     pass
+
+
+class PartitionSource(StatefulSpout):
+    """A spout whose state is keyed by the partitions it reads: rescalable."""
+
+    outputs = ["word"]
+    rescalable = True
+
+    def init_state(self, state):
+        self.state = state

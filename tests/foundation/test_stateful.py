@@ -9,7 +9,7 @@ from squall.runtime.routing import build_routes
 from squall.stateful import decode_state, encode_state, group_owner, key_group, owned_groups
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from stateful_components import Count, PlainSource, Sink, Source  # noqa: E402
+from stateful_components import Count, PartitionSource, PlainSource, Sink, Source  # noqa: E402
 
 
 def test_key_value_state_is_a_small_map():
@@ -103,3 +103,16 @@ def test_an_update_keeps_a_stateful_spouts_parallelism():
     bolts_only = replace(plan, components=[replace(c, parallelism=5) if c.name == "count" else c
                                            for c in plan.components])
     check_stateful_update(plan, bolts_only)
+
+
+def test_a_rescalable_spouts_parallelism_may_change():
+    from squall.idl import replace
+    from squall.stateful import check_stateful_update
+
+    builder = TopologyBuilder("parts")
+    source = builder.add_spout("source", PartitionSource, par=2)
+    builder.add_bolt("count", Count, par=2, inputs={source: Grouping.fields("word")})
+    builder.set_config({"topology.reliability.mode": "EFFECTIVELY_ONCE"})
+    plan = builder.build().plan
+    assert [c.rescalable for c in plan.components] == [True, None]
+    check_stateful_update(plan, replace(plan, components=[replace(c, parallelism=3) for c in plan.components]))

@@ -1,6 +1,6 @@
 """Every validation error is refused at build time, with a message naming the fault."""
 import pytest
-from api_components import MultiSpout, NotAGrouping, PassBolt, SinkBolt, Unserialisable, WordSpout
+from api_components import MultiSpout, NeedsPath, NotAGrouping, PassBolt, SinkBolt, Unserialisable, WordSpout
 
 from squall import Bolt, Grouping, Spout, TopologyBuilder, TopologyError
 
@@ -114,3 +114,21 @@ def test_outputs_must_be_names_or_streams():
 
     with pytest.raises(TopologyError, match=r"components.words.outputs: outputs must be field names or Stream objects, got 3"):
         build(lambda b: b.add_spout("words", type("S", (Spout,), {"outputs": ["a", 3], "__module__": __name__})))
+
+
+def test_a_components_own_checks_name_it_at_build_and_at_submit(tmp_path):
+    from squall.preflight import preflight
+
+    builder = TopologyBuilder("checks")
+    words = builder.add_spout("words", WordSpout)
+    builder.add_bolt("sink", NeedsPath, inputs=[words])
+    with pytest.raises(TopologyError, match=r"^components\.sink\.config: needs\.path is not set: name a directory$"):
+        builder.build()
+    builder = TopologyBuilder("checks")
+    words = builder.add_spout("words", WordSpout)
+    builder.add_bolt("sink", NeedsPath, inputs=[words], config={"needs.path": str(tmp_path / "nowhere")})
+    plan = builder.build().plan
+    with pytest.raises(TopologyError, match=r"^components\.sink: needs\.path .*nowhere is not a directory$"):
+        preflight(plan)
+    (tmp_path / "nowhere").mkdir()
+    preflight(plan)

@@ -12,15 +12,15 @@ from squall.state.storage import LocalStorage, saved_tasks, task_file
 from squall.stateful import KeyValueState, decode_state, encode_state, group_owner, key_group
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "foundation"))
-from stateful_components import Count, Sink, Source  # noqa: E402
+from stateful_components import Count, PartitionSource, Sink, Source  # noqa: E402
 
 Step = schema.CheckpointStep
 GROUPS = 16
 
 
-def plan_of(count_par=1):
+def plan_of(count_par=1, source_cls=Source):
     builder = TopologyBuilder("ckpt")
-    source = builder.add_spout("source", Source, par=2)
+    source = builder.add_spout("source", source_cls, par=2)
     count = builder.add_bolt("count", Count, par=count_par, inputs={source: Grouping.fields("word")})
     builder.add_bolt("sink", Sink, inputs={count: Grouping.SHUFFLE})
     builder.set_config({"topology.reliability.mode": "EFFECTIVELY_ONCE", "squall.state.key.groups": GROUPS})
@@ -156,6 +156,20 @@ def test_a_rescaled_task_restores_exactly_the_keys_whose_group_it_now_owns(tmp_p
         assert not set(state) & set(restored)
         restored.update(state)
     assert restored == {k: i for i, k in enumerate(keys)}
+
+
+def test_a_rescaled_rescalable_spout_gets_every_tasks_keys(tmp_path):
+    storage = LocalStorage(str(tmp_path))
+    # checkpoint 4 was saved by 3 source tasks, each with the offsets of the partitions it read
+    for index in range(3):
+        mine = {("t", p): 100 + p for p in range(8) if p % 3 == index}
+        storage.write(task_file("ckpt", 4, "source", index, 3), encode_state(KeyValueState(mine), GROUPS))
+    for task in (3, 4):  # now 2 source tasks
+        spout = make_instance(plan_of(source_cls=PartitionSource), "source", task, 1)
+        spout.checkpoint.storage = storage
+        spout.on_frame(control_frame(physical_plan=pplan()), 0.0)
+        spout.on_frame(step(Step.RESTORE, 4, 1), 0.0)
+        assert dict(spout.component.state.items()) == {("t", p): 100 + p for p in range(8)}
 
 
 def test_a_spout_waits_for_resume_then_saves_and_sends_markers_on_start(tmp_path):

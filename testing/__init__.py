@@ -1,0 +1,1 @@
+"""Test harnesses for users' topologies and Squall's own tests (``squall.testing``)."""
