@@ -1,0 +1,1 @@
+"""Kafka in and out (extra ``squall[kafka]``: confluent-kafka): ``KafkaSpout`` and ``KafkaBolt``."""

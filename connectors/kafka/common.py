@@ -1,0 +1,75 @@
+"""What the Kafka spout and bolt share: their keys, their librdkafka configs, the checks made before a launch.
+
+Every connector key lives in ``kafka.*``; ``kafka.consumer.<property>`` and ``kafka.producer.<property>``
+pass any librdkafka property through. A topology may set keys for a spout and a bolt at its own level, so
+a key is refused only when neither knows it (naming the nearest known one).
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Any, Iterable, Mapping
+
+BOOTSTRAP = "kafka.bootstrap.servers"
+PASS_THROUGH = ("kafka.consumer.", "kafka.producer.")
+
+#: every ``kafka.*`` key a Kafka connector reads (besides the pass-through prefixes), with its meaning
+KEYS: dict = {
+    BOOTSTRAP: "host:port,... of the brokers",
+    # KafkaSpout
+    "kafka.topics": "comma-separated topics the spout reads",
+    "kafka.group.id": "the consumer group offsets are committed to",
+    "kafka.start": "earliest | latest | committed (then earliest): where a partition without saved state starts",
+    "kafka.value.format": "utf-8 (default) | bytes | json",
+    # KafkaBolt
+    "kafka.topic": "the topic the bolt writes",
+    "kafka.key.field": "the tuple field whose value is the record key",
+    "kafka.value.field": "the tuple field whose value is the record value (default: the tuple as JSON)",
+}
+
+
+def check_keys(config: Mapping[str, Any]) -> None:
+    """Refuse a ``kafka.*`` key no Kafka connector knows, naming the nearest known one."""
+    for key in config:
+        if key.startswith("kafka.") and key not in KEYS and not key.startswith(PASS_THROUGH):
+            close = difflib.get_close_matches(key, list(KEYS), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(sorted(KEYS))})"
+            raise ValueError(f"unknown Kafka connector key {key!r}{hint}")
+
+
+def required(config: Mapping[str, Any], key: str) -> str:
+    """A key that must be set, as a non-empty string."""
+    value = config.get(key)
+    if value is None or str(value).strip() == "":
+        raise ValueError(f"{key} is not set: {KEYS[key]}")
+    return str(value).strip()
+
+
+def client_config(config: Mapping[str, Any], role: str) -> dict:
+    """librdkafka properties for a ``consumer`` or ``producer``: the bootstrap servers, then every
+    ``kafka.<role>.<property>`` key with its prefix taken off."""
+    prefix = f"kafka.{role}."
+    out = {"bootstrap.servers": required(config, BOOTSTRAP)}
+    out.update({k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)})
+    return out
+
+
+def check_cluster(config: Mapping[str, Any], topics: Iterable[str], timeout: float = 10.0) -> None:
+    """The brokers answer and every topic exists (a consumer that does not auto-create topics asks).
+    ``OSError`` for brokers that do not answer, ``ValueError`` for a missing topic: one line each."""
+    from confluent_kafka import Consumer, KafkaException
+
+    servers = required(config, BOOTSTRAP)
+    consumer = Consumer({**client_config(config, "consumer"), "group.id": "squall-preflight",
+                         "allow.auto.create.topics": False, "log_level": 0})
+    try:
+        try:
+            consumer.list_topics(timeout=timeout)
+        except KafkaException as e:
+            raise OSError(f"{BOOTSTRAP} {servers}: no broker answered within {timeout:g} s "
+                          f"({e.args[0].str()})") from None
+        for topic in topics:
+            found = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
+            if found is None or found.error is not None:
+                raise ValueError(f"Kafka topic {topic!r} does not exist on {servers}")
+    finally:
+        consumer.close()
