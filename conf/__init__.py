@@ -4,7 +4,7 @@ Precedence, lowest first: built-in defaults (``defaults.yaml``) < site files
 (``squall.yaml``) < cluster config (``--config-path``) < topology config <
 component config < ``--config-property KEY=VALUE``.
 """
-from squall.conf.registry import ConfigError, ConfigKey, registry, unknown_key_warning
+from squall.conf.registry import ConfigError, ConfigKey, is_secret, masked, registry, unknown_key_warning
 from squall.conf.resolve import (
     Config,
     base_config,
@@ -17,7 +17,9 @@ __all__ = [
     "ConfigError",
     "ConfigKey",
     "base_config",
+    "is_secret",
     "load_yaml_file",
+    "masked",
     "parse_property",
     "registry",
     "unknown_key_warning",

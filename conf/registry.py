@@ -95,6 +95,26 @@ def _parse_entry(name: str, entry: Mapping[str, Any]) -> ConfigKey:
     return key
 
 
+#: the parts of a key that name a credential in a connector's pass-through properties (librdkafka's
+#: ``sasl.password``, ``ssl.key.password``, ``sasl.jaas.config``, ``sasl.oauthbearer.client.secret``, ...)
+_CREDENTIAL_PARTS = ("password", "secret", "jaas", "token", "credential", "key.pem", "keystore.pem")
+
+
+def is_secret(name: str) -> bool:
+    """A key whose value is a credential, masked wherever configuration is shown: a registered secret
+    key, or any key (a connector's ``kafka.consumer.sasl.password``) that names a credential."""
+    known = registry().get(name)
+    if known is not None:
+        return known.secret
+    lowered = name.lower()
+    return any(part in lowered for part in _CREDENTIAL_PARTS)
+
+
+def masked(config: Mapping[str, Any]) -> dict:
+    """``config`` with every credential's value shown as ``***``."""
+    return {k: ("***" if is_secret(k) else v) for k, v in config.items()}
+
+
 @functools.lru_cache(maxsize=1)
 def registry() -> Mapping[str, ConfigKey]:
     """Every known key by name, in the order of ``defaults.yaml``."""

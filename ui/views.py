@@ -12,7 +12,7 @@ import os
 import time
 from typing import Any, Optional
 
-from squall.conf import registry
+from squall.conf import masked
 from squall.errors import SquallError
 from squall.logical import grouping_name, kind_name, process_tasks, topology_config
 from squall.packing import normalise, tmaster_container_resources
@@ -41,14 +41,14 @@ def logical_plan(topology: Any) -> list:
         "outputs": [{"stream": s.name, "fields": list(s.fields), "direct": s.direct} for s in c.outputs],
         "inputs": [{"component": i.component, "stream": i.stream, "grouping": grouping_name(i.grouping).lower(),
                     "fields": list(i.fields)} for i in c.inputs],
+        "config": dict(sorted(masked(decode_config(c.config)).items())),
     } for c in topology.components]
 
 
 def visible_config(topology: Any) -> dict:
     """The topology's own config, its command-line overrides over it; credentials masked."""
-    known = registry()
     config = {**decode_config(topology.config), **decode_config(topology.overrides)}
-    return {k: ("***" if k in known and known[k].secret else v) for k, v in sorted(config.items())}
+    return dict(sorted(masked(config).items()))
 
 
 def topology(state: StateManager, metrics: MetricsCache, name: str, window: str) -> dict:

@@ -99,3 +99,16 @@ def test_ints_are_accepted_for_floats_but_not_bools():
     assert nullable.check(None) is None
     with pytest.raises(ConfigError, match="a value is required"):
         registry()["topology.message.timeout.secs"].check(None)
+
+
+def test_credentials_are_masked_wherever_config_is_shown():
+    from squall.conf import is_secret, masked
+
+    assert is_secret("squall.state.zookeeper.auth")  # a registered secret
+    for key in ("kafka.consumer.sasl.password", "kafka.producer.ssl.key.password", "kafka.consumer.sasl.jaas.config",
+                "kafka.consumer.sasl.oauthbearer.client.secret"):
+        assert is_secret(key), key
+    for key in ("kafka.bootstrap.servers", "kafka.topics", "topology.workers", "files.path"):
+        assert not is_secret(key), key
+    assert masked({"kafka.topics": "a", "kafka.consumer.sasl.password": "hunter2"}) == {
+        "kafka.topics": "a", "kafka.consumer.sasl.password": "***"}
