@@ -27,7 +27,7 @@ from types import SimpleNamespace
 from typing import Any, Callable, Optional
 
 from squall import streamlet_ops as ops
-from squall.component import Spout
+from squall.component import Bolt, Spout
 from squall.errors import TopologyError
 from squall.stream import Grouping
 from squall.topology import Topology, TopologyBuilder
@@ -47,16 +47,18 @@ class Builder:
         self._config: dict = {}
         self._compiled: Optional[SimpleNamespace] = None
 
-    def source(self, items: Any) -> "Streamlet":
+    def source(self, items: Any, config: Optional[dict] = None) -> "Streamlet":
         """Elements from ``items``: an iterable, a function returning one (called in each task), or a
-        ``Spout`` subclass (its default stream's values; one field is the element, several their list)."""
+        ``Spout`` subclass (its default stream's values; one field is the element, several their list),
+        such as a connector's (``source(KafkaSpout, config={"kafka.topics": ...})``); ``config`` is the
+        component's config."""
         if isinstance(items, type) and issubclass(items, Spout):
             fields = [s for s in items.declared_streams() if s.name == "default"]
-            return self._add("source", [], fields[0].fields if fields else (), spout=items)
+            return self._add("source", [], fields[0].fields if fields else (), spout=items, config=config)
         if isinstance(items, type) or not (callable(items) or hasattr(items, "__iter__")):
             raise TypeError(f"Builder.source: expected an iterable, a function returning one or a Spout subclass, "
                             f"got {items!r}")
-        return self._add("source", [], VALUE, fn=items)
+        return self._add("source", [], VALUE, fn=items, config=config)
 
     def set_config(self, config: dict) -> None:
         """Topology-wide configuration, as ``TopologyBuilder.set_config``."""
@@ -69,11 +71,12 @@ class Builder:
         tb = TopologyBuilder(name)
         for s in self._streamlets:
             cls = getattr(compiled, s.name)
+            config = s.details.get("config")
             if not s.parents:
-                tb.add_spout(s.name, cls, s.par)
+                tb.add_spout(s.name, cls, s.par, config=config)
                 continue
             inputs = {p.name: Grouping.fields("key") if s.by_key else Grouping.SHUFFLE for p in s.parents}
-            tb.add_bolt(s.name, cls, s.par, inputs=inputs)
+            tb.add_bolt(s.name, cls, s.par, inputs=inputs, config=config)
         tb.set_config(self._config)
         return tb.build()
 
@@ -193,9 +196,15 @@ class Streamlet:
         """Logs each element (INFO, in the task's log)."""
         return self._then("log", ())
 
-    def sink(self, fn: Callable[[Any], None]) -> "Streamlet":
-        """``fn(element)`` for each element; ``fn.setup(config, context)`` first in each task, if it has one."""
-        return self._then("sink", (), fn=fn)
+    def sink(self, fn: Any, config: Optional[dict] = None) -> "Streamlet":
+        """``fn(element)`` for each element (``fn.setup(config, context)`` first in each task, if it has one),
+        or a ``Bolt`` subclass that takes this streamlet's tuples, such as a connector's
+        (``sink(FileSink, config={"files.path": ...})``); ``config`` is the component's config."""
+        if isinstance(fn, type) and issubclass(fn, Bolt):
+            return self._then("sink", (), bolt=fn, config=config)
+        if isinstance(fn, type) or not callable(fn):
+            raise TypeError(f"Streamlet.sink: expected a function or a Bolt subclass, got {fn!r}")
+        return self._then("sink", (), fn=fn, config=config)
 
     # compiling ----------------------------------------------------------------------------------
     def _then(self, op: str, fields: Any, others: Any = (), **details: Any) -> "Streamlet":
@@ -211,9 +220,11 @@ class Streamlet:
         """The spout or bolt class of this operator, named ``where.<name>`` for other processes to import."""
         d = self.details
         attrs: dict = {"__module__": where.partition(":")[0], "__qualname__": f"{where.partition(':')[2]}.{self.name}"}
+        if d.get("spout") is not None:
+            return d["spout"]
+        if d.get("bolt") is not None:
+            return d["bolt"]
         if not self.parents:
-            if d.get("spout") is not None:
-                return d["spout"]
             base: type = ops.StreamletSpout
             attrs["items"] = staticmethod(d["fn"]) if callable(d["fn"]) else d["fn"]
             return type(self.name, (base,), attrs)

@@ -1,12 +1,20 @@
 """Module-level streamlet builders for the foundation tests (operator classes are reached through them)."""
 import operator
 
-from squall import Builder, Spout, Window
+from squall import Bolt, Builder, Spout, Window
 
 
 class Pairs(Spout):
     outputs = ["a", "b"]
 
+
+class Store(Bolt):
+    """A sink bolt, as a connector's."""
+
+
+connected = Builder("connected")
+(connected.source(Pairs, config={"pairs.topic": "in"}).map(lambda pair: pair[1])
+    .sink(Store, config={"store.path": "/data/out"}))
 
 word_count = Builder("wc")
 (word_count.source(["a b", "b c"]).flat_map(str.split).key_by(lambda w: w, lambda w: 1)

@@ -30,6 +30,18 @@ def test_word_count_compiles_into_an_ordinary_topology():
     assert chains(t.plan) == [("source0", "flat_map1", "key_by2")]
 
 
+def test_a_connectors_spout_and_bolt_take_their_config_as_source_and_sink():
+    t = sc.connected.build()
+    assert [(c.name, c.class_name) for c in t.components] == [
+        ("source0", "streamlet_components:Pairs"), ("map1", "streamlet_components:connected.compiled.map1"),
+        ("sink2", "streamlet_components:Store")]
+    assert json.loads(t.component("source0").config["pairs.topic"]) == "in"
+    assert json.loads(t.component("sink2").config["store.path"]) == "/data/out"
+    assert inputs(t, "sink2") == [("map1", "default", schema.GroupingKind.SHUFFLE, [])]
+    with pytest.raises(TypeError, match="Streamlet.sink: expected a function or a Bolt subclass, got <class 'int'>"):
+        Builder("other").source(range(2)).sink(int)
+
+
 def test_windowed_operators_are_windowed_bolts_with_their_window():
     t = sc.windows.build()
     assert t.name == "streamlet_components"  # no name: the module's
