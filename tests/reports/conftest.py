@@ -1,23 +1,10 @@
-"""One real local Spark session for the whole reports suite, and known-answer runs."""
+"""Known-answer runs for the reports suite (its Spark session: tests/conftest.py)."""
 from __future__ import annotations
-
-import os
 
 import pytest
 
 from squall.reports.synthetic import SyntheticComponent as C
 from squall.reports.synthetic import SyntheticRun, write_run
-
-
-@pytest.fixture(scope="session")
-def spark():
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    from squall.reports.session import spark_session
-
-    session = spark_session("local[2]", app_name="squall-report-tests", driver_memory="1g")
-    session.conf.set("spark.sql.shuffle.partitions", "2")
-    yield session
-    session.stop()
 
 
 # Task ids (components by name, from 1): count 1-4, light 5-6, spout 7, work 8-11.
