@@ -1,0 +1,115 @@
+"""Kafka in, Parquet out, with every role killed and the spout rescaled mid-run: what Spark reads is exact.
+
+100,000 keyed records arrive in a 4-partition topic while tests/connectors/topologies/kafka_to_parquet.py
+runs (KafkaSpout par 2 -> a stateless bolt -> FileSink). Mid-run: SIGKILL of a KafkaSpout task, of a stream
+manager, of a whole container, then ``update --component-parallelism kafka=3``. At EFFECTIVELY_ONCE, PySpark
+reads exactly one row per (partition, offset); at ATLEAST_ONCE, at least one.
+"""
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from e2e_harness import wait_until
+
+ck = pytest.importorskip("confluent_kafka")
+pq = pytest.importorskip("pyarrow.parquet")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOPOLOGY = os.path.join(HERE, "topologies", "kafka_to_parquet.py")
+RECORDS = 100_000
+RATE = 3000  # records/s the producer writes: the run lasts ~35 s, long enough for four faults
+
+
+class Feed(threading.Thread):
+    """Produces ``RECORDS`` keyed records, paced, as an application writing to Kafka would."""
+
+    def __init__(self, bootstrap: str, topic: str):
+        super().__init__(daemon=True)
+        self.producer = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+        self.topic = topic
+        self.sent = 0
+        self.error = None
+
+    def run(self):
+        start = time.monotonic()
+        try:
+            for i in range(RECORDS):
+                self.producer.produce(self.topic, key=f"k{i % 997}", value=f"record {i}")
+                if i % 500 == 499:
+                    self.producer.poll(0)
+                    ahead = (i + 1) / RATE - (time.monotonic() - start)
+                    if ahead > 0:
+                        time.sleep(ahead)  # pacing the feed, not placing an event
+                self.sent = i + 1
+            left = self.producer.flush(60)
+            if left:
+                self.error = f"{left} records not delivered"
+        except Exception as e:  # the test reports it
+            self.error = repr(e)
+
+
+def visible_rows(out):
+    """Rows in the sink's committed (visible) part files; in-progress ones are hidden (``.``/``_``)."""
+    total = 0
+    for folder, _, files in os.walk(out):
+        if any(part.startswith((".", "_")) for part in os.path.relpath(folder, out).split(os.sep) if part != "."):
+            continue
+        for name in files:
+            if name.endswith(".parquet") and not name.startswith((".", "_")):
+                total += pq.ParquetFile(os.path.join(folder, name)).metadata.num_rows
+    return total
+
+
+def process(cluster, prefix, container=None):
+    import json
+
+    show = json.loads(cluster.squall("show", "kafka_to_parquet", "--json")[0])
+    return next(p for p in show["processes"]
+                if p["process"].startswith(prefix) and (container is None or p["container"] == container))
+
+
+def progress(out, beyond, what):
+    wait_until(lambda: visible_rows(out) > beyond, timeout=90, interval=0.5,
+               what=f"committed rows past {beyond} ({what})")
+    return visible_rows(out)
+
+
+@pytest.mark.parametrize("mode", ["EFFECTIVELY_ONCE", "ATLEAST_ONCE"])
+def test_faults_and_a_rescale_leave_exactly_one_row_per_record(cluster, kafka_bootstrap, topic_name, tmp_path,
+                                                                spark, mode):
+    out = str(tmp_path / "out")
+    feed = Feed(kafka_bootstrap, topic_name)
+    feed.start()
+    cluster.squall("submit", TOPOLOGY,
+                   "--config-property", f"topology.reliability.mode={mode}",
+                   "--config-property", f"kafka.bootstrap.servers={kafka_bootstrap}",
+                   "--config-property", f"kafka.topics={topic_name}",
+                   "--config-property", f"files.path={out}")
+    done = progress(out, 0, "before any fault")
+    os.kill(process(cluster, "instance kafka")["pid"], signal.SIGKILL)
+    done = progress(out, done, "after a KafkaSpout task's SIGKILL")
+    os.kill(process(cluster, "stmgr", container=2)["pid"], signal.SIGKILL)
+    done = progress(out, done, "after a stream manager's SIGKILL")
+    executor = process(cluster, "executor", container=1)["pid"]
+    os.killpg(os.getpgid(executor), signal.SIGKILL)
+    done = progress(out, done, "after container 1's SIGKILL")
+    cluster.squall("update", "kafka_to_parquet", "--component-parallelism", "kafka=3")
+    progress(out, done, "with 3 KafkaSpout tasks")
+    feed.join(120)
+    assert feed.error is None and feed.sent == RECORDS, (feed.error, feed.sent)
+    wait_until(lambda: visible_rows(out) >= RECORDS, timeout=120, interval=1,
+               what=f"all {RECORDS} records committed (so far {visible_rows(out)})")
+    cluster.squall("kill", "kafka_to_parquet")
+
+    rows = spark.read.parquet(out)
+    per_record = rows.groupBy("partition", "offset").count()
+    distinct = per_record.count()
+    assert distinct == RECORDS  # every record arrived
+    if mode == "EFFECTIVELY_ONCE":
+        assert rows.count() == RECORDS  # and once
+        assert per_record.filter("count > 1").count() == 0
+    values = {r["value"] for r in rows.select("value").distinct().collect()}
+    assert values == {f"RECORD {i}" for i in range(RECORDS)}
