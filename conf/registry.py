@@ -123,6 +123,21 @@ def registry() -> Mapping[str, ConfigKey]:
     return {name: _parse_entry(name, entry) for name, entry in entries.items()}
 
 
+def nearest_key(name: str) -> Optional[str]:
+    """The known key ``name`` is most likely a typo of, if any."""
+    close = difflib.get_close_matches(name, list(registry()), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def check_owned_key(name: str, where: str) -> None:
+    """Refuse an unknown key in Squall's own ``squall.*`` namespace (a typo, or a key this version does not
+    have), naming the nearest known one: read as a user key, it would be silently ignored."""
+    if name.startswith("squall.") and name not in registry():
+        near = nearest_key(name)
+        hint = f"; did you mean {near!r}?" if near else " (see `squall config list`)"
+        raise ConfigError(f"{where}: unknown config key {name!r}{hint}")
+
+
 def unknown_key_warning(name: str) -> Optional[str]:
     """A warning for a key Squall does not know, or None when it is fine.
 

@@ -6,7 +6,7 @@ from typing import Any, Iterable, Iterator, Mapping, Optional
 
 import yaml
 
-from squall.conf.registry import ConfigError, registry
+from squall.conf.registry import ConfigError, check_owned_key, registry
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 SITE_FILE = os.path.join(_HERE, "squall.yaml")
@@ -31,6 +31,7 @@ class Config(Mapping[str, Any]):
         for name, value in layer.items():
             if not isinstance(name, str):
                 raise ConfigError(f"{where}: config keys must be strings, got {name!r}")
+            check_owned_key(name, where)
             values[name] = known[name].check(value, where) if name in known else value
         return Config(values)
 

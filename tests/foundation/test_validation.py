@@ -98,9 +98,25 @@ def test_unknown_key_warns_with_closest_known_key():
     ]
 
 
-def test_unknown_key_in_squall_namespace_warns_without_match():
-    topology = build(lambda b: (with_spout(b), b.set_config({"squall.zzz": 1})))
-    assert topology.warnings == ["config: unknown config key 'squall.zzz' (see `squall config list`)"]
+def test_an_unknown_key_in_squalls_namespace_is_refused_in_every_layer(tmp_path):
+    """A typo, or a key this version does not have: read as a user key it would be silently ignored."""
+    from squall.conf import ConfigError, base_config
+    from squall.conf.resolve import parse_properties
+    from squall.logical import with_overrides
+
+    with pytest.raises(TopologyError, match=r"^config: unknown config key 'squall\.zzz' \(see `squall config list`\)$"):
+        build(lambda b: (with_spout(b), b.set_config({"squall.zzz": 1})))
+    with pytest.raises(TopologyError, match=r"^components\.words\.config: unknown config key 'squall\.chaning'; "
+                                            r"did you mean 'squall\.chaining'\?$"):
+        build(lambda b: b.add_spout("words", WordSpout, config={"squall.chaning": "off"}))
+    cluster_file = tmp_path / "cluster.yaml"
+    cluster_file.write_text("squall.state.manger: zookeeper\n")
+    with pytest.raises(ConfigError, match=r"cluster\.yaml: unknown config key 'squall\.state\.manger'; did you mean "
+                                          r"'squall\.state\.manager'\?$"):
+        base_config(str(cluster_file))
+    plan = build(with_spout).plan
+    with pytest.raises(ConfigError, match=r"^--config-property: unknown config key 'squall\.health\.mode'"):
+        with_overrides(plan, parse_properties(["squall.health.mode=auto"]))
 
 
 def test_bad_field_names_in_grouping_constructor():

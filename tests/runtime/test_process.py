@@ -139,7 +139,7 @@ def test_word_topology_end_to_end(tmp_path, topo_path):
 def test_crashing_instance_is_restarted_with_traceback_in_its_log(tmp_path, topo_path):
     plan, packing, root, run_dir, out = _setup(
         tmp_path, topo_path("rt_crash.py"),
-        {"squall.executor.restart.backoff.secs": 0.2}, containers=1)
+        {"squall.restart.backoff.secs": 0.2}, containers=1)
     run = LocalRun(plan.name, root, run_dir, [1]).start()
     try:
         run.wait_pplan(40)
