@@ -10,6 +10,7 @@ from squall.conf import Config, base_config
 from squall.conf.resolve import parse_properties
 from squall.loader import load_topology_file
 from squall.logical import with_overrides
+from squall.preflight import check_components
 from squall.topology import Topology
 from squall.stateful import check_stateful
 from squall.windowed_bolt import check_windows_complete
@@ -47,6 +48,7 @@ def load_topology(args: argparse.Namespace) -> tuple[Topology, Config]:
         topology.plan = with_overrides(topology.plan, overrides)
     check_windows_complete(topology.plan, base)
     check_stateful(topology.plan, base)
+    check_components(topology.plan, base)
     for warning in topology.warnings:
         warn(warning)
     return topology, base

@@ -227,9 +227,11 @@ class Component:
 
     @classmethod
     def check_config(cls, config: Mapping[str, Any]) -> None:
-        """Refuse a configuration this component cannot run with, without I/O: called by ``build()`` with
-        the component's resolved config (every layer but ``--config-property``) and again at submit. Raise
-        ``ValueError`` with one line naming the key and what was expected (a connector's keys: docs/connectors.md)."""
+        """Refuse a configuration this component cannot run with, without I/O: called with the component's
+        config as its tasks will get it (every layer, ``--config-property`` too) by every command that loads
+        a topology file (``squall validate``, ``pack``, ``submit``...), not by ``build()``, since a required
+        key may come from the command line. Raise ``ValueError`` with one line naming the key and what was
+        expected (a connector's keys: docs/connectors.md)."""
 
     @classmethod
     def preflight(cls, config: Mapping[str, Any]) -> None:

@@ -226,10 +226,6 @@ class _Validator:
         self._check_config(base, spec.config, f"{where}.config")
         inputs = self._inputs(spec, where) if spec.kind == "BOLT" else []
         config = dict(spec.config or {})
-        try:
-            spec.cls.check_config(base.with_layer(self.config, "config").with_layer(config, f"{where}.config"))
-        except ValueError as e:
-            raise TopologyError(f"{where}.config: {e}") from e
         if spec.kind == "BOLT" and issubclass(spec.cls, WindowedBolt):
             resolved = base.with_layer(self.config, "config").with_layer(config, f"{where}.config")
             input_fields = [(f"{i.component}/{i.stream}", self.streams[i.component][i.stream].fields)

@@ -132,18 +132,22 @@ def test_outputs_must_be_names_or_streams():
         build(lambda b: b.add_spout("words", type("S", (Spout,), {"outputs": ["a", 3], "__module__": __name__})))
 
 
-def test_a_components_own_checks_name_it_at_build_and_at_submit(tmp_path):
-    from squall.preflight import preflight
+def test_a_components_own_checks_name_it_when_loaded_and_at_submit(tmp_path):
+    """``check_config`` sees the config its tasks will get (a required key may come from the command line,
+    so ``build()`` does not call it); ``preflight`` looks outside before a launch."""
+    from squall.logical import with_overrides
+    from squall.preflight import check_components, preflight
 
     builder = TopologyBuilder("checks")
     words = builder.add_spout("words", WordSpout)
     builder.add_bolt("sink", NeedsPath, inputs=[words])
-    with pytest.raises(TopologyError, match=r"^components\.sink\.config: needs\.path is not set: name a directory$"):
-        builder.build()
-    builder = TopologyBuilder("checks")
-    words = builder.add_spout("words", WordSpout)
-    builder.add_bolt("sink", NeedsPath, inputs=[words], config={"needs.path": str(tmp_path / "nowhere")})
-    plan = builder.build().plan
+    plan = builder.build().plan  # needs.path may still come from --config-property
+    with pytest.raises(TopologyError, match=r"^components\.sink: needs\.path is not set: name a directory$"):
+        check_components(plan)
+    with pytest.raises(TopologyError, match=r"^components\.sink: needs\.path is not set"):
+        preflight(plan)
+    plan = with_overrides(plan, {"needs.path": str(tmp_path / "nowhere")})
+    check_components(plan)
     with pytest.raises(TopologyError, match=r"^components\.sink: needs\.path .*nowhere is not a directory$"):
         preflight(plan)
     (tmp_path / "nowhere").mkdir()
