@@ -30,6 +30,9 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         print_json({**metrics, "chains": chain_list, "status": health.status, "reasons": list(health.reasons)})
         return 0
     print(format_metrics(metrics, tasks=args.tasks))
+    if metrics.get("sources"):
+        print("\nsource partitions (as each task last reported them):")
+        print(format_sources(metrics["sources"]))
     if "checkpoints" in metrics:
         from squall.runtime.checkpoints import describe_checkpoints
 
@@ -55,6 +58,14 @@ def format_metrics(metrics: dict, tasks: bool = False) -> str:
                 if t["component"] == name:
                     rows.append([f"  task {task_id}"] + [_value(t.get(k)) for k in COLUMNS])
     return format_table(["component"] + COLUMNS, rows, right=set(COLUMNS))
+
+
+def format_sources(sources: list) -> str:
+    """The table of the partitions source spouts read: lag, records/s, bytes/s."""
+    rows = [[p["component"], p["task_id"], p["partition"], _value(p["lag"]), p["records_per_sec"],
+             p["bytes_per_sec"]] for p in sources]
+    right = {"task", "lag", "records/s", "bytes/s"}
+    return format_table(["component", "task", "partition", "lag", "records/s", "bytes/s"], rows, right=right)
 
 
 def _value(v: Any) -> Any:

@@ -18,6 +18,7 @@ FIELDS = ("emitted", "executed", "acked", "failed", "emit_rate", "execute_rate",
           "execute_latency_p99_ms", "process_latency_p50_ms", "process_latency_p99_ms", "complete_latency_ms",
           "complete_latency_p50_ms", "complete_latency_p99_ms", "capacity", "queue_depth", "queue_depth_max",
           "backpressure_ms", "cpu_percent", "rss_mb", "error_count")
+SOURCE_FIELDS = ("component", "task_id", "partition", "lag", "records_per_sec", "bytes_per_sec", "ts")
 POINT_FIELDS = ("ts", "secs", "emitted", "executed", "acked", "failed", "execute_latency_ms",
                 "process_latency_ms", "complete_latency_ms", "backpressure_ms")
 
@@ -39,7 +40,8 @@ def query_metrics(state_manager: Any, topology_name: str, timeout: float = 5.0,
     start), ``emit_rate, execute_rate, ack_rate, fail_rate`` (per second over
     the last bucket) and ``execute_latency_ms, process_latency_ms`` (means, or
     None before any tuple), and the rest of ``FIELDS`` and ``errors`` (the last
-    errors raised in user code). With ``window_secs`` the counts, rates and
+    errors raised in user code), and ``"sources"``: the partitions source spouts read, as each task last
+    reported them (``SOURCE_FIELDS``; only when there are some). With ``window_secs`` the counts, rates and
     figures are over the last that many seconds; with ``series``,
     ``"series": {component: [{ts, secs, emitted, ...}]}`` over the window (an
     hour without one).
@@ -76,6 +78,8 @@ def query_metrics(state_manager: Any, topology_name: str, timeout: float = 5.0,
         from squall.runtime.checkpoints import checkpoint_figures
 
         out["checkpoints"] = checkpoint_figures(resp.checkpoints)
+    if resp.sources:
+        out["sources"] = [{name: getattr(p, name) for name in SOURCE_FIELDS} for p in resp.sources]
     if series:
         out["series"] = {}
         for p in resp.series or []:

@@ -32,6 +32,9 @@ import math
 from typing import Any, Iterable, Optional
 
 from squall.idl import schema
+from squall.metrics import SOURCE_PARTITIONS
+
+SOURCE_KEY = f'"{SOURCE_PARTITIONS}"'  # in a row's user JSON: the row carries a source spout's partitions
 
 FINE_SECS = 600.0  # buckets kept as they came
 COARSE_SECS = 3600.0  # minutes kept
@@ -103,6 +106,7 @@ class TaskMetrics:
         self.minutes: collections.deque = collections.deque()
         self.errors: collections.deque = collections.deque(maxlen=ERRORS_KEPT)
         self.error_count = 0
+        self.sources: list = []  # SourcePartition of its last report (a source spout)
 
     def add(self, row: Any) -> None:
         s = Sample(row)
@@ -121,6 +125,8 @@ class TaskMetrics:
             self.minutes.popleft()
         if '"__errors"' in row.user:
             self._errors(row.user)
+        if SOURCE_KEY in row.user:
+            self._sources(row)
 
     def _errors(self, user_json: str) -> None:
         try:
@@ -132,6 +138,16 @@ class TaskMetrics:
                                                           error=str(e["error"]), traceback=str(e["traceback"])))
         except (ValueError, TypeError, KeyError, AttributeError):
             pass  # a malformed user field: the row's counts still stand
+
+    def _sources(self, row: Any) -> None:
+        try:
+            reported = json.loads(row.user)[SOURCE_PARTITIONS]
+            self.sources = [schema.SourcePartition(
+                component=self.component, task_id=self.task_id, partition=str(partition),
+                lag=None if p.get("lag") is None else int(p["lag"]), records_per_sec=float(p["records_per_sec"]),
+                bytes_per_sec=float(p["bytes_per_sec"]), ts=row.ts) for partition, p in reported.items()]
+        except (ValueError, TypeError, KeyError, AttributeError):
+            pass  # a malformed report: the row's counts still stand
 
     def samples(self, since: float, coarse: bool) -> list:
         """The buckets that ended after ``since``: as they came, or merged by minute (``coarse``)."""
@@ -296,6 +312,9 @@ class MetricsStore:
             by_component.setdefault(t.component, []).append((t, merged, pairs, tasks[-1]))
         components = [self._component(name, parts) for name, parts in sorted(by_component.items())]
         out = schema.MetricsResponse(components=components, tasks=tasks)
+        sources = [p for t in chosen for p in t.sources]
+        if sources:
+            out.sources = sorted(sources, key=lambda p: (p.component, p.partition, p.task_id))
         if series:
             settled = now - max((t.last.secs for t in chosen), default=0.0)  # every task reports each bucket
             out.series = [p for name in sorted(by_component) if name in self.series

@@ -1,8 +1,13 @@
 """User metrics registered with ``TopologyContext.register_metric``."""
 from __future__ import annotations
 
+import time
 from collections import defaultdict
-from typing import Any, Optional
+from typing import Any, Callable, Mapping, Optional
+
+#: the user metric a source spout reports its partitions under (``SourcePartitions``); ``squall metrics``,
+#: the UI and the capacity report show it
+SOURCE_PARTITIONS = "__source-partitions"
 
 
 class Metric:
@@ -49,3 +54,36 @@ class MeanMetric(Metric):
         mean = self.total / self.count if self.count else None
         self.total, self.count = 0.0, 0
         return mean
+
+
+class SourcePartitions(Metric):
+    """What a spout reads from an external source, per partition (a Kafka topic's partition, a file): its
+    lag (records the source holds that the spout has not read yet; None when unknown), and the records
+    and bytes read per second over the bucket. A connector registers it under ``SOURCE_PARTITIONS``;
+    lag is what a consumer is sized by (docs/connectors.md)."""
+
+    def __init__(self, lag: Callable[[], Mapping[str, Optional[int]]]):
+        self._lag = lag
+        self._read: dict = {}
+        self._since = time.monotonic()
+
+    def read(self, partition: str, records: int, nbytes: int) -> None:
+        """``records`` records of ``nbytes`` bytes were read from ``partition``."""
+        counts = self._read.get(partition)
+        if counts is None:
+            self._read[partition] = [records, nbytes]
+        else:
+            counts[0] += records
+            counts[1] += nbytes
+
+    def get_value_and_reset(self) -> dict:
+        now = time.monotonic()
+        span = max(now - self._since, 1e-9)
+        lag = dict(self._lag())
+        out = {}
+        for partition in sorted(set(lag) | set(self._read)):
+            records, nbytes = self._read.get(partition, (0, 0))
+            out[partition] = {"lag": lag.get(partition), "records_per_sec": round(records / span, 3),
+                              "bytes_per_sec": round(nbytes / span, 3)}
+        self._read, self._since = {}, now
+        return out

@@ -367,11 +367,26 @@ struct MetricsPoint {
   11: required double backpressure_ms,
 }
 
+// A partition a source spout reads (a Kafka topic's partition, a file), as its task last reported it
+// (squall.metrics.SourcePartitions; docs/connectors.md)
+struct SourcePartition {
+  1: required string component,
+  2: required i32 task_id,
+  3: required string partition,
+  // records the source holds that the task has not read (Kafka: high watermark - position); unset: unknown
+  4: optional i64 lag,
+  5: required double records_per_sec,
+  6: required double bytes_per_sec,
+  // the end of the bucket it was reported in (wall time)
+  7: required double ts,
+}
+
 struct MetricsResponse {
   1: required list<MetricsSummary> components,
   2: required list<MetricsSummary> tasks,
   3: optional list<MetricsPoint> series,
   4: optional CheckpointStats checkpoints,
+  5: optional list<SourcePartition> sources,
 }
 
 // ------------------------------------------------------ checkpoints (docs/state.md)

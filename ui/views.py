@@ -72,7 +72,7 @@ def topology(state: StateManager, metrics: MetricsCache, name: str, window: str)
         "containers": len(data["packing_plan"]["containers"]),
         "instances": sum(len(ct["instances"]) for ct in data["packing_plan"]["containers"]),
         "metrics_error": unreachable, "series": (answer or {}).get("series", {}),
-        "errors": _errors(answer), "checkpoints": _checkpoints(answer),
+        "errors": _errors(answer), "checkpoints": _checkpoints(answer), "sources": (answer or {}).get("sources", []),
     }
 
 

@@ -109,3 +109,29 @@ def test_user_errors_travel_in_the_row_and_the_last_ones_are_kept():
     assert task.error_count == 5 * (PER_BUCKET + 3) and len(task.errors) == min(ERRORS_KEPT, 5 * PER_BUCKET)
     assert task.errors[-1].error == "ValueError: bad word 4" and task.errors[-1].where.startswith("process()")
     assert resp.components[0].errors[-1].error == "ValueError: bad word 4"
+
+
+def test_a_source_spouts_partitions_are_answered_as_each_task_last_reported_them():
+    from squall.metrics import SOURCE_PARTITIONS, SourcePartitions
+
+    lags = {"events-0": 40, "events-2": None}
+    metric = SourcePartitions(lambda: lags)
+    metric.read("events-0", 10, 1000)
+    metric.read("events-0", 5, 500)
+    first = metric.get_value_and_reset()
+    assert set(first) == {"events-0", "events-2"}
+    assert first["events-0"]["lag"] == 40 and first["events-0"]["records_per_sec"] > 0
+    assert first["events-2"] == {"lag": None, "records_per_sec": 0.0, "bytes_per_sec": 0.0}
+    assert metric.get_value_and_reset()["events-0"]["records_per_sec"] == 0.0  # reset with the bucket
+
+    store = MetricsStore()
+    store.add(row(1000.0, task=3, component="kafka", user=json.dumps({SOURCE_PARTITIONS: first})))
+    store.add(row(1000.0, task=4, component="kafka", user=json.dumps(
+        {SOURCE_PARTITIONS: {"events-1": {"lag": 7, "records_per_sec": 2.5, "bytes_per_sec": 250.0}}})))
+    store.add(row(1005.0, task=3, component="kafka", user=json.dumps(
+        {SOURCE_PARTITIONS: {"events-0": {"lag": 0, "records_per_sec": 3.0, "bytes_per_sec": 300.0}}})))
+    store.add(row(1005.0, task=5, component="split"))
+    sources = store.response().sources
+    assert [(p.partition, p.task_id, p.lag, p.records_per_sec, p.ts) for p in sources] == [
+        ("events-0", 3, 0, 3.0, 1005.0), ("events-1", 4, 7, 2.5, 1000.0)]
+    assert store.response(component="split").sources is None
