@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from squall.errors import SquallError
 from squall.chaining import chains
-from squall.reports import capacity, charts, checkpoints, metrics, plans, recommend
+from squall.reports import capacity, charts, checkpoints, metrics, plans, recommend, sources
 from squall.reports.model import Host
 from squall.reports.recommend import Policy
 from squall.reports.inputs import (
@@ -63,6 +63,7 @@ def capacity_report(options: CapacityOptions, spark: Any, progress: Optional[Spa
         progress.step(f"aggregating {run['rows']:,} rows of {run['topology']}")
         agg = metrics.aggregate(flat, run, options.thresholds, spouts)
         checkpointed = metrics.aggregate_checkpoints(flat, run)
+        partitions = sources.partition_table(metrics.aggregate_sources(flat, run))
     finally:
         flat.unpersist()
 
@@ -110,6 +111,13 @@ def capacity_report(options: CapacityOptions, spark: Any, progress: Optional[Spa
         tables[at:at] = [Table("checkpoints", "Checkpoints", [row], note=checkpoints.TOPOLOGY_NOTE),
                          Table("checkpoint_components", "Checkpoints per component", rows,
                                note=checkpoints.COMPONENT_NOTE)]
+    source_lines = []
+    if partitions:
+        source_notes = sources.notes(partitions)
+        source_lines = sources.summary_lines(partitions, source_notes)
+        at = [t.name for t in tables].index("hosts")
+        tables.insert(at, Table("sources", "Source partitions", partitions,
+                                note=sources.NOTE + (" Notes: " + " ".join(source_notes) if source_notes else "")))
     if headroom:
         tables.insert(3, Table("cluster", f"Queue headroom ({view.queue_name})", headroom,
                                note="free = queue capacity - used; after = free - (cheapest recommended plan "
@@ -128,7 +136,7 @@ def capacity_report(options: CapacityOptions, spark: Any, progress: Optional[Spa
         facts=facts,
         tables=tables,
         charts=[],
-        summary=capacity.summary_lines(agg, recs, policy_rows, hosts) + checkpoint_lines,
+        summary=capacity.summary_lines(agg, recs, policy_rows, hosts) + checkpoint_lines + source_lines,
         data={"parameters": {"headroom": options.policy.headroom, "margin": options.policy.margin,
                              "skew_threshold": options.policy.skew_threshold,
                              "saturation_busy": options.thresholds.busy,

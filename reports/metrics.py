@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from squall.errors import SquallError
+from squall.metrics import SOURCE_PARTITIONS
 from squall.reports.inputs import MetricsSource
 from squall.reports.schema import CORRUPT, FIELD_NAMES, reason_column, spark_schema
 
@@ -27,6 +28,8 @@ CHECKPOINT_KEYS = (
 MASTER_CHECKPOINTS = ("mode STRING, interval_secs DOUBLE, completed LONG, failed LONG, restores LONG, "
                       "last_restore_ms DOUBLE, last_id LONG, duration_ms DOUBLE, bytes LONG, align_ms DOUBLE")
 MASTER_COUNTERS = ("completed", "failed", "restores")
+# A source spout's partitions in its row's ``user`` (squall.metrics.SourcePartitions), per bucket.
+SOURCE_PARTITIONS_SCHEMA = "MAP<STRING, STRUCT<lag: LONG, records_per_sec: DOUBLE, bytes_per_sec: DOUBLE>>"
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,7 @@ def read_metrics(spark: Any, source: MetricsSource) -> Any:
     user = F.col("p.user")  # string -> string: a nested object is its JSON text
     checkpoint_columns = [user["checkpoints"].alias("_checkpoints"), user["leading"].alias("_leading")] + [
         user[key].cast("double").alias(column) for key, column in CHECKPOINT_KEYS]
+    checkpoint_columns.append(user[SOURCE_PARTITIONS].alias("_sources"))
     flat = parsed.select(
         "reason",
         F.when(F.col("reason").isNotNull(), F.col("_file")).alias("_file"),
@@ -402,3 +406,30 @@ def _flatten(row: Any) -> dict:
     d["rss_p50"], d["rss_p95"] = d.pop("rss_q") or (None, None)
     d["rate_mean"] = d["tuples"] / d["seconds"] if d["seconds"] else 0.0
     return d
+
+
+def aggregate_sources(flat: Any, run: dict) -> list:
+    """Per (component, partition) of the source spouts of one run: the lag at the first and last report,
+    its largest, the seconds between those reports, and the mean records/s and bytes/s read (summed over
+    the tasks that read it in a bucket). Empty when no instance row carries ``__source-partitions``."""
+    from pyspark.sql import functions as F
+
+    rows = flat.where(
+        F.col("reason").isNull() & (F.col("topology") == run["topology"]) & (F.col("run_id") == run["run_id"])
+        & (F.col("process") == "instance") & F.col("_sources").isNotNull()
+    )
+    reports = rows.select("component", "ts", F.explode(F.from_json("_sources", SOURCE_PARTITIONS_SCHEMA))
+                          .alias("partition", "p"))
+    per_bucket = reports.groupBy("component", "partition", "ts").agg(
+        F.max("p.lag").alias("lag"), F.sum("p.records_per_sec").alias("rps"), F.sum("p.bytes_per_sec").alias("bps"))
+    found = per_bucket.groupBy("component", "partition").agg(
+        F.count(F.lit(1)).alias("reports"),
+        F.min_by("lag", F.when(F.col("lag").isNotNull(), F.col("ts"))).alias("lag_first"),
+        F.max_by("lag", F.when(F.col("lag").isNotNull(), F.col("ts"))).alias("lag_last"),
+        F.max("lag").alias("lag_max"),
+        (F.max(F.when(F.col("lag").isNotNull(), F.col("ts"))) - F.min(F.when(F.col("lag").isNotNull(), F.col("ts"))))
+        .alias("lag_span_secs"),
+        F.avg("rps").alias("records_per_sec"),
+        F.avg("bps").alias("bytes_per_sec"),
+    ).collect()
+    return sorted((r.asDict() for r in found), key=lambda r: (r["component"], r["partition"]))
