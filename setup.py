@@ -52,5 +52,7 @@ setup(
         # selenium drives Debian's chromium through /usr/bin/chromedriver (the Makefile installs both)
         "test": ["pytest>=7", "pytest-timeout>=2.1", "hypothesis>=6.50", "selenium>=4.10"],
     },
-    entry_points={"console_scripts": ["squall = squall.cli:main"]},
+    entry_points={"console_scripts": ["squall = squall.cli:main"],
+                  # squall.testing's fixtures (squall_cluster, squall_zookeeper, squall_zk_cluster) in every pytest run
+                  "pytest11": ["squall = squall.testing.plugin"]},
 )

@@ -9,6 +9,8 @@ from squall.state.zkserver import ZooKeeperServer
 
 @pytest.fixture(scope="session")
 def zookeeper():
+    """Strict: Squall's own tests fail, rather than skip, without the server the project installs
+    (squall.testing's ``squall_zookeeper`` skips, for users' machines)."""
     server = ZooKeeperServer()
     server.start()
     yield server

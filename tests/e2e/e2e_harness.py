@@ -7,7 +7,6 @@ import glob
 import json
 import os
 import sys
-import time
 import uuid
 from collections import Counter
 
@@ -15,6 +14,7 @@ import psutil
 import pytest
 
 from squall.cli import main
+from squall.testing import wait_until  # noqa: F401  (the one wait helper; tests import it from here too)
 
 TOPOLOGIES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "topologies")
 sys.path.insert(0, TOPOLOGIES)  # shared helpers of the test topologies (corpus.py)
@@ -87,16 +87,6 @@ def records_left(state, name):
     from squall.state import Kind
 
     return [k.value for k in Kind if (state.members(k, name) if k.grouped else state.get(k, name) is not None)]
-
-
-def wait_until(predicate, timeout=60.0, interval=0.2, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 class ZooKeeperCluster(LocalCluster):

@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from squall.testing import wait_until
+
 TOPOLOGIES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "topologies")
 SPOUT = "source"  # the paced spout of every topology here
 
@@ -66,16 +68,6 @@ def covered(run_dir: str, component: str, end: float) -> int:
     return len({r["task_id"] for r in rows(run_dir, component) if r["ts"] >= end})
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-
-
 def run_dir_of(home: str, topology: str) -> str:
     return sorted(glob.glob(os.path.join(home, "topologies", topology, "*")))[-1]
 
@@ -97,7 +89,7 @@ def overload_and_report(squall: Callable[..., Any], home: str, spark: Any, case:
         argv += ["--config-property", p]
     squall(*argv)
     run_dir = run_dir_of(home, case.topology)
-    wait_for(lambda: len(rows(run_dir, case.bolt)) >= 3, 60, f"three metrics rows of {case.bolt}")
+    wait_until(lambda: len(rows(run_dir, case.bolt)) >= 3, 60, f"three metrics rows of {case.bolt}")
     ends = sorted(r["ts"] for r in rows(run_dir, case.bolt))
     before = rate(run_dir, case.bolt, ends[0], ends[-1])
     squall("deactivate", case.topology)
@@ -114,14 +106,14 @@ def apply_and_measure(squall: Callable[..., Any], loop: Loop, case: Case, settle
     """Once the bolt has worked off its backlog, ``squall update --from-report`` and
     activate; measure the bolt and the spout over ``window`` seconds from ``settle``
     seconds after, once every task of the bolt has reported past the window."""
-    wait_for(lambda: any(r["ts"] > loop.paused and r["execute_count"] == 0 for r in rows(loop.run_dir, case.bolt)),
+    wait_until(lambda: any(r["ts"] > loop.paused and r["execute_count"] == 0 for r in rows(loop.run_dir, case.bolt)),
              timeout, f"{case.bolt} to work off its backlog")
     squall("update", case.topology, "--from-report", loop.report_dir)
     squall("activate", case.topology)
     start = time.time() + settle
     end = start + window
     wanted = loop.recommendation["recommended_parallelism"]
-    wait_for(lambda: covered(loop.run_dir, case.bolt, end) >= wanted, timeout,
+    wait_until(lambda: covered(loop.run_dir, case.bolt, end) >= wanted, timeout,
              f"all {wanted} tasks of {case.bolt} to report past the measuring window")
     loop.after = rate(loop.run_dir, case.bolt, start, end)
     loop.spout_after = rate(loop.run_dir, SPOUT, start, end)

@@ -12,6 +12,7 @@ from squall.idl import schema
 from squall.runtime.protocol import (DATA, DATA_HEADER_SIZE, PROTOCOL_VERSION, BlockingConnection, FrameReader,
                                      ProtocolError, data_frame, frame, frame_dest, listen_socket)
 from squall.runtime.stmgr import StreamManager
+from squall.testing import wait_until
 
 SECRET = "s3cret"
 
@@ -36,15 +37,6 @@ def connect(port, task, secret=SECRET, component="bolt"):
                                       component=component)
 
 
-def wait_for(cond, timeout=5):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.02)
-    return False
-
-
 def test_frame_reader_splits_and_refuses_garbage():
     r = FrameReader(max_frame=100)
     f = data_frame(7, b"abc") + frame(4, b"x")
@@ -60,7 +52,7 @@ def test_frame_reader_splits_and_refuses_garbage():
 def test_local_routing_without_decoding(stmgr):
     sm, port = stmgr
     a, b = connect(port, 1), connect(port, 2)
-    assert wait_for(lambda: set(sm.state.local) == {1, 2})
+    wait_until(lambda: set(sm.state.local) == {1, 2}, timeout=5, what="set(sm.state.local) == {1, 2}", interval=0.02)
     payload = b"\xc1 not even msgpack"  # the stream manager must not decode it
     a.send(data_frame(2, payload))
     got = b.recv_frame(5)
@@ -79,18 +71,18 @@ def test_malformed_frame_closes_only_that_connection(stmgr):
     sm, port = stmgr
     good_a, good_b = connect(port, 1), connect(port, 2)
     evil = connect(port, 5)
-    assert wait_for(lambda: set(sm.state.local) == {1, 2, 5})
+    wait_until(lambda: set(sm.state.local) == {1, 2, 5}, timeout=5, what="set(sm.state.local) == {1, 2, 5}", interval=0.02)
     evil.send(struct.pack(">IB", 3, 77) + b"zz")  # unknown frame type
     with pytest.raises(ProtocolError):
         evil.recv_frame(5)
-    assert wait_for(lambda: 5 not in sm.state.local)
+    wait_until(lambda: 5 not in sm.state.local, timeout=5, what="5 not in sm.state.local", interval=0.02)
     good_a.send(data_frame(2, msgpack.packb([1, [["default", [["x"]]]], 0])))
     assert frame_dest(good_b.recv_frame(5)) == 2
     # a client that sends data before HELLO is closed too
     raw = socket.create_connection(("127.0.0.1", port))
     raw.sendall(data_frame(2, b"sneaky"))
     raw.settimeout(5)
-    assert wait_for(lambda: raw.recv(4096) == b"", 5)
+    wait_until(lambda: raw.recv(4096) == b"", timeout=5, what="raw.recv(4096) == b''", interval=0.02)
 
 
 def _raw(port):
@@ -148,7 +140,7 @@ def test_before_the_handshake_a_connection_may_send_one_small_frame(stmgr):
     partial.sendall(struct.pack(">IB", 100, 2) + b"x" * 10)  # half a HELLO, then nothing
     assert _closed(partial, timeout=15)
     good = connect(port, 1)  # the port still serves
-    assert wait_for(lambda: 1 in sm.state.local)
+    wait_until(lambda: 1 in sm.state.local, timeout=5, what="1 in sm.state.local", interval=0.02)
     good.close()
 
 
@@ -162,9 +154,9 @@ def test_a_listener_holds_a_bounded_number_of_unproven_connections(stmgr, caplog
     assert sum("refused connection" in r.message for r in caplog.records) <= 2, "refusals are rate-limited"
     for s in held:
         s.close()
-    assert wait_for(lambda: sm.gate.pending == 0)
+    wait_until(lambda: sm.gate.pending == 0, timeout=5, what="sm.gate.pending == 0", interval=0.02)
     good = connect(port, 1)
-    assert wait_for(lambda: 1 in sm.state.local)
+    wait_until(lambda: 1 in sm.state.local, timeout=5, what="1 in sm.state.local", interval=0.02)
     good.close()
 
 

@@ -16,7 +16,9 @@ from squall.state import Kind, Session, StateAddress, StateError, member
 from squall.state.zkserver import expire_session
 from squall.state.zookeeper import ZooKeeperStateManager
 
-from state_helpers import AUTH, make_manager, wait_for
+from state_helpers import AUTH, make_manager
+
+from squall.testing import wait_until
 
 
 def container(cid, pid=1):
@@ -122,7 +124,7 @@ def test_a_frozen_leader_stops_leading_before_the_standby_starts(zookeeper, tmp_
         acquired = []
         waiter = threading.Thread(target=lambda: acquired.append((election.acquire(threading.Event()), time.time())))
         waiter.start()
-        assert wait_for(lambda: samples.exists() and samples.read_text().strip().endswith(" 1"))
+        wait_until(lambda: samples.exists() and samples.read_text().strip().endswith(" 1"), timeout=15, what="samples.exists() and samples.read_text().strip().endswith(' 1')", interval=0.02)
         child.send_signal(signal.SIGSTOP)
         stopped_at = time.time()
         waiter.join(20)
@@ -161,11 +163,11 @@ def test_session_expiry_ends_leadership_before_the_standby_leads(zookeeper):
         expire_session(zookeeper.hosts, leader.client.client_id)
         waiter.join(15)
         assert won and won[0][0], "the standby did not take over"
-        assert wait_for(lambda: any(s is Session.LOST for s, _ in sessions))
+        wait_until(lambda: any(s is Session.LOST for s, _ in sessions), timeout=15, what="any(s is Session.LOST for s, _ in sessions)", interval=0.02)
         first_doubt = min(t for s, t in sessions if s is not Session.CONNECTED)
         assert first_doubt <= won[0][1], "the standby led while the old leader still held"
         assert not a.holds() and b.holds()
-        assert wait_for(lambda: leader.session is Session.CONNECTED)
+        wait_until(lambda: leader.session is Session.CONNECTED, timeout=15, what="leader.session is Session.CONNECTED", interval=0.02)
         b.release()
         assert a.acquire(threading.Event()) and a.holds()
     finally:

@@ -12,7 +12,9 @@ from squall.idl import schema
 from squall.state import AlreadyExists, Kind, LocalStateManager, StateError
 from squall.state.zookeeper import ZooKeeperStateManager
 
-from state_helpers import make_manager, wait_for
+from state_helpers import make_manager
+
+from squall.testing import wait_until
 
 
 def location(pid):
@@ -74,7 +76,7 @@ def test_ephemeral_record_vanishes_with_its_process(state, manager_args):
         state.create(Kind.TMASTER, "t", location(os.getpid()))  # a live owner: stand by
     child.kill()  # no clean close: ZooKeeper notices when the session times out
     child.wait()
-    assert wait_for(lambda: state.get(Kind.TMASTER, "t") is None)
+    wait_until(lambda: state.get(Kind.TMASTER, "t") is None, timeout=15, what="state.get(Kind.TMASTER, 't') is None", interval=0.02)
     assert state.names(Kind.TMASTER) == []
     state.create(Kind.TMASTER, "t", location(os.getpid()))  # the standby takes over
     assert state.get(Kind.TMASTER, "t").pid == os.getpid()
@@ -86,7 +88,7 @@ def test_close_removes_own_ephemeral_records(state, manager_args):
     s.create(Kind.TMASTER, "t", location(os.getpid()))
     s.create(Kind.LOCK, "t", b"mine")
     s.close()
-    assert wait_for(lambda: state.get(Kind.TMASTER, "t") is None and state.get(Kind.LOCK, "t") is None)
+    wait_until(lambda: state.get(Kind.TMASTER, "t") is None and state.get(Kind.LOCK, "t") is None, timeout=15, what="state.get(Kind.TMASTER, 't') is None and state.get(Kind.LOCK, 't') is None", interval=0.02)
 
 
 def test_watch_reports_changes_and_deletion(state):
