@@ -5,7 +5,10 @@ from typing import Any, Optional
 
 from squall.errors import SquallError
 from squall.idl import schema
+from squall.runtime.checkpoints import checkpoint_figures, describe_checkpoints
 from squall.runtime.protocol import BlockingConnection, ProtocolError, control_frame, decode_control
+
+__all__ = ["TMasterUnreachable", "describe_checkpoints", "query_metrics"]
 
 
 class TMasterUnreachable(SquallError):
@@ -75,8 +78,6 @@ def query_metrics(state_manager: Any, topology_name: str, timeout: float = 5.0,
         "tasks": {s.task_id: {"component": s.component, **_summary(s)} for s in resp.tasks},
     }
     if resp.checkpoints is not None:
-        from squall.runtime.checkpoints import checkpoint_figures
-
         out["checkpoints"] = checkpoint_figures(resp.checkpoints)
     if resp.sources:
         out["sources"] = [{name: getattr(p, name) for name in SOURCE_FIELDS} for p in resp.sources]

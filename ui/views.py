@@ -81,7 +81,7 @@ def _checkpoints(answer: Optional[dict]) -> Optional[dict]:
     figures = (answer or {}).get("checkpoints")
     if figures is None:
         return None
-    from squall.runtime.checkpoints import describe_checkpoints
+    from squall.runtime.client import describe_checkpoints
 
     return {**figures, "line": describe_checkpoints(figures)}
 
