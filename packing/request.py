@@ -12,6 +12,7 @@ from fractions import Fraction
 from typing import Any, Callable, Mapping, Optional
 
 from squall.conf import Config, base_config
+from squall.idl import schema
 from squall.logical import component_config, topology_config
 from squall.packing.errors import PackingError
 from squall.packing.resources import Res
@@ -89,6 +90,7 @@ class Request:
     cap_keys: tuple
     padding: Padding
     ffd_sort: str
+    spouts: frozenset = frozenset()  # names of the spout components (their task ids are bounded)
 
     @property
     def room(self) -> Res:
@@ -157,6 +159,7 @@ def build_request(
         cap_keys=cap_keys,
         padding=padding,
         ffd_sort=config["squall.packing.ffd.sort"],
+        spouts=frozenset(c.name for c in topology.components if c.kind == schema.ComponentKind.SPOUT),
     )
     check_each_fits(request)
     return request

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from squall.conf import Config
+from squall.logical import MAX_SPOUT_TASK
 from squall.packing.errors import PackingError
 from squall.packing.request import Request, build_request
 from squall.packing.resources import Res
@@ -74,6 +75,10 @@ def check_plan(request: Request, plan: Any) -> None:
             ):
                 _instance_error(f"{at}: instance {name}[{index}] (task {task})", name, index, task, r,
                                 sizes, par, seen_indexes)
+            if task > MAX_SPOUT_TASK and name in request.spouts:
+                raise PackingError(f"{at}: spout {name!r}: task id {task} is above {MAX_SPOUT_TASK}, the highest a "
+                                   "spout may have (at least once, a tuple tree's root carries its spout's task id "
+                                   "in 16 bits); give the topology fewer tasks")
             indexes.add(index)
             seen_tasks.add(task)
             if len(seen_tasks) == n_tasks:

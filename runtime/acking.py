@@ -33,9 +33,10 @@ from __future__ import annotations
 import random
 from typing import Any, Optional
 
-TASK_SHIFT = 48
+from squall.logical import MAX_SPOUT_TASK
+
+TASK_SHIFT = 64 - MAX_SPOUT_TASK.bit_length()  # a root: the spout task above, random bits below
 ROOT_BITS = (1 << TASK_SHIFT) - 1  # a root's random bits
-MAX_SPOUT_TASK = (1 << (64 - TASK_SHIFT)) - 1
 
 random_bits = random.Random().getrandbits  # seeded from os.urandom: every process has its own sequence
 

@@ -24,7 +24,7 @@ import os
 import socket
 import struct
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from squall.errors import SquallError
 from squall.idl import DecodeError, decode, encode, schema
@@ -451,9 +451,3 @@ def listen_socket(host: str, port: int = 0) -> socket.socket:
     sock.bind((host, port))
     sock.listen(128)
     return sock
-
-
-async def connect(loop: asyncio.AbstractEventLoop, factory: Callable[[], Connection],
-                  host: str, port: int) -> Connection:
-    _, conn = await loop.create_connection(factory, host, port)
-    return conn

@@ -85,14 +85,6 @@ def chains(topology: Any, base: Optional[Config] = None) -> list:
     return out
 
 
-def chain_of(chain_list: list, component: str) -> Optional[tuple]:
-    """The chain ``component`` is in (None: it runs alone)."""
-    for chain in chain_list:
-        if component in chain:
-            return chain
-    return None
-
-
 def chain_instances(chain_list: list, instances: Any) -> dict:
     """head task id -> ``[(component, task id), ...]`` (head first) of every chain instance among
     ``instances`` (InstanceIds of a packing plan, or what has them: a chain instance is the tasks of

@@ -8,6 +8,11 @@ from squall.idl import replace, schema
 from squall.topology import decode_config, encode_config
 
 
+#: the highest task id a spout may have: at least once, a tree's root carries its spout's task id in its top
+#: 16 bits (runtime/acking.py), so packing refuses a spout task above it
+MAX_SPOUT_TASK = (1 << 16) - 1
+
+
 def task_ids(topology: Any) -> dict:
     """Initial task ids per component, Storm's way: components in name order,
     numbered from 1, contiguous. Packing uses this; scaling appends after the max."""

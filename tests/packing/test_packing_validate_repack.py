@@ -208,3 +208,16 @@ def test_unchanged_repack_is_the_same_plan():
     new, diff = repack(T, plan, {})
     assert new == plan and diff == diff_plans(plan, plan)
     assert diff.added == diff.removed == diff.moved == []
+
+
+def test_a_spout_task_id_above_what_a_tree_root_holds_is_refused_naming_the_spout():
+    from squall.logical import MAX_SPOUT_TASK
+
+    plan = copy.deepcopy(pack(T))
+    spout = next(i for c in plan.containers for i in c.instances if i.id.component == "a")
+    spout.id.task_id = MAX_SPOUT_TASK + 1
+    with pytest.raises(PackingError, match=rf"spout 'a': task id {MAX_SPOUT_TASK + 1} is above {MAX_SPOUT_TASK}"):
+        validate_plan(T, plan)
+    bolt = next(i for c in plan.containers for i in c.instances if i.id.component == "b")
+    spout.id.task_id, bolt.id.task_id = bolt.id.task_id, MAX_SPOUT_TASK + 1  # a bolt's id is not bounded
+    validate_plan(T, plan)
