@@ -121,8 +121,8 @@ class FileSpout(StatefulSpout):
         index, parallelism = self._index()
         for entry in sorted(self.store.walk()):
             path = entry.path
-            if (path in self.queued or path == self.current or is_hidden(path)
-                    or owner(path, parallelism) != index):
+            if (path in self.queued or path == self.current or path in self.trackers or is_hidden(path)
+                    or owner(path, parallelism) != index):  # a tracked file is read, waiting for acks
                 continue
             saved = self.state.get(path)
             if saved is None or not saved[2]:
