@@ -55,8 +55,7 @@ class FileSpout(StatefulSpout):
     # checks ----------------------------------------------------------------------------------------
     @classmethod
     def check_config(cls, config: Mapping[str, Any]) -> None:
-        K.check_keys(config)
-        K.path(config)
+        K.check_keys(config)  # files.path may come with --config-property: preflight requires it
         fmt = K.file_format(config, K.SPOUT_FORMATS)
         K.positive(config, K.DISCOVER_INTERVAL)
         batch = K.positive(config, K.READ_BATCH)
