@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 from typing import Any, Mapping, Sequence
+from urllib.parse import urlparse
 
 PATH = "files.path"
 FORMAT = "files.format"
@@ -16,6 +17,7 @@ ROLL_INTERVAL = "files.roll.interval.secs"
 DISCOVER_INTERVAL = "files.discover.interval.secs"
 READ_BATCH = "files.read.batch"
 
+SCHEMES = ("", "file", "hdfs", "viewfs")
 SINK_FORMATS = ("parquet", "jsonl")
 SPOUT_FORMATS = ("text", "jsonl", "csv", "parquet")
 
@@ -45,6 +47,17 @@ def path(config: Mapping[str, Any]) -> str:
     if value is None or str(value).strip() == "":
         raise ValueError(f"{PATH} is not set: {KEYS[PATH][1]}")
     return str(value).strip()
+
+
+def check_path(config: Mapping[str, Any]) -> None:
+    """When ``files.path`` is set (it may also come with ``--config-property``), its scheme is one the
+    connectors open: none, ``file``, ``hdfs`` or ``viewfs``."""
+    value = config.get(PATH)
+    if value is None or str(value).strip() == "":
+        return
+    scheme = urlparse(str(value).strip()).scheme
+    if scheme not in SCHEMES:
+        raise ValueError(f"{PATH} {value!r}: unknown scheme {scheme!r} (a directory, file:// or hdfs://)")
 
 
 def file_format(config: Mapping[str, Any], choices: Sequence[str]) -> str:

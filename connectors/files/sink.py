@@ -52,7 +52,8 @@ class FileSink(StatefulBolt):
     # checks ----------------------------------------------------------------------------------------
     @classmethod
     def check_config(cls, config: Mapping[str, Any]) -> None:
-        K.check_keys(config)  # files.path may come with --config-property: preflight requires it
+        K.check_keys(config)
+        K.check_path(config)  # it may come with --config-property: preflight requires it
         K.file_format(config, K.SINK_FORMATS)
         K.field_list(config, K.PARTITION_BY)
         K.positive(config, K.ROLL_SIZE)

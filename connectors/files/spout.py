@@ -55,7 +55,8 @@ class FileSpout(StatefulSpout):
     # checks ----------------------------------------------------------------------------------------
     @classmethod
     def check_config(cls, config: Mapping[str, Any]) -> None:
-        K.check_keys(config)  # files.path may come with --config-property: preflight requires it
+        K.check_keys(config)
+        K.check_path(config)  # it may come with --config-property: preflight requires it
         fmt = K.file_format(config, K.SPOUT_FORMATS)
         K.positive(config, K.DISCOVER_INTERVAL)
         batch = K.positive(config, K.READ_BATCH)

@@ -119,3 +119,45 @@ def test_file_sink_sigkilled_mid_run_writes_every_record_once(cluster, tmp_path)
                                                             table.column("parity").to_pylist()))
     leftovers = [f for _, _, fs in os.walk(out) for f in fs if f.startswith(".")]
     assert not leftovers, f"hidden part files left behind: {leftovers}"
+
+
+# ------------------------------------------------------------------ rescales
+def component_tasks(cluster, topology, component):
+    plan = json.loads(cluster.squall("show", topology, "--json")[0])["packing_plan"]
+    return sorted(i["task_id"] for c in plan["containers"] for i in c["instances"] if i["component"] == component)
+
+
+def test_rescaling_the_file_spout_2_to_3_mid_run_counts_every_line_once(cluster, tmp_path):
+    src, out = str(tmp_path / "in"), str(tmp_path / "out")
+    os.mkdir(src)
+    os.mkdir(out)
+    want = Counter({f"c{i}.txt": 1500 + 11 * i for i in range(6)})
+    for name, lines in want.items():
+        write_file(src, name, lines)
+    submit(cluster, "files_count", f"files.path={src}", f"files_test.out.dir={out}")
+    wait_until(lambda: sum(committed(out).values()) > 1500, timeout=60, what="1500 lines committed before the update")
+    cluster.squall("update", "files_count", "--component-parallelism", "lines=3")
+    assert len(component_tasks(cluster, "files_count", "lines")) == 3
+    total = sum(want.values())
+    wait_until(lambda: sum(committed(out).values()) >= total, timeout=90, interval=0.5,
+               what=f"all {total} lines committed (so far {sum(committed(out).values())})")
+    counts = committed(out)
+    cluster.squall("kill", "files_count")
+    wrong = {f: counts[f] - want[f] for f in set(counts) | set(want) if counts[f] != want[f]}
+    assert not wrong, f"lines counted minus lines written, per file where they differ: {wrong}"
+
+
+def test_rescaling_the_file_sink_2_to_3_mid_run_writes_every_record_once(cluster, tmp_path):
+    out = str(tmp_path / "out")
+    records = 16000
+    submit(cluster, "files_sink", f"files.path={out}", f"files_test.records={records}")
+    wait_until(lambda: len(visible_numbers(out)) > 3000, timeout=60, what="3000 records committed before the update")
+    cluster.squall("update", "files_sink", "--component-parallelism", "sink=3")
+    assert len(component_tasks(cluster, "files_sink", "sink")) == 3
+    wait_until(lambda: len(visible_numbers(out)) >= records, timeout=90, interval=0.5,
+               what=f"all {records} records committed (so far {len(visible_numbers(out))})")
+    cluster.squall("kill", "files_sink")
+    seen = Counter(visible_numbers(out))
+    assert sorted(seen) == list(range(records)) and max(seen.values()) == 1
+    writers = {f.split("-")[1] for _, _, fs in os.walk(out) for f in fs if f.startswith("part-")}
+    assert writers == {"00000", "00001", "00002"}  # the third task wrote too

@@ -2,6 +2,8 @@
 cleanup, file assignment, ack tracking, record readers and writers, the filesystem store."""
 import io
 import json
+import os
+import uuid
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -24,6 +26,13 @@ def test_an_unknown_files_key_names_the_nearest_one():
     with pytest.raises(ValueError, match=r"unknown file connector key 'files.rol.size.mb'; did you mean "
                                          r"'files.roll.size.mb'\?"):
         K.check_keys({"files.rol.size.mb": 3, "kafka.topic": "x", "other": 1})
+
+
+def test_an_unknown_path_scheme_is_refused_without_io():
+    with pytest.raises(ValueError, match=r"files.path 's3://b/x': unknown scheme 's3' \(a directory, file:// or hdfs://\)"):
+        K.check_path({"files.path": "s3://b/x"})
+    K.check_path({})  # it may come with --config-property
+    K.check_path({"files.path": "hdfs://nn:8020/out"})
 
 
 def test_an_unknown_format_names_the_choices():
@@ -177,11 +186,16 @@ def test_writers_write_whole_files_and_count_their_bytes():
 
 
 # the store, on the local disk and through pyarrow's filesystem (the hdfs:// code path) ------------------
-@pytest.fixture(params=["local", "arrow"])
+@pytest.fixture(params=["local", "arrow", "hdfs"])
 def store(request, tmp_path):
     root = tmp_path / "out"
     if request.param == "local":
         return FileStore.open(str(root))
+    if request.param == "hdfs":
+        uri = os.environ.get("SQUALL_TEST_HDFS")
+        if not uri:
+            pytest.skip("no HDFS: set SQUALL_TEST_HDFS=hdfs://namenode:port/dir to run against one")
+        return FileStore.open(f"{uri.rstrip('/')}/{uuid.uuid4().hex}")
     return FileStore(pafs.SubTreeFileSystem("/", pafs.LocalFileSystem()), str(root), f"hdfs-like://{root}")
 
 
