@@ -38,7 +38,7 @@ class FileStore:
         try:
             from pyarrow import fs
         except ImportError as e:  # pragma: no cover - pyarrow is in squall[files]
-            raise OSError(f"files.path {uri!r} needs pyarrow: pip install 'squall[files]'") from e
+            raise OSError(f"files.path {uri!r} needs pyarrow: pip install 'squall[hdfs]'") from e
         parsed = urlparse(uri)
         if parsed.scheme in ("", "file"):
             root = os.path.abspath(parsed.path if parsed.scheme else uri)

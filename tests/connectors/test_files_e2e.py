@@ -161,3 +161,34 @@ def test_rescaling_the_file_sink_2_to_3_mid_run_writes_every_record_once(cluster
     assert sorted(seen) == list(range(records)) and max(seen.values()) == 1
     writers = {f.split("-")[1] for _, _, fs in os.walk(out) for f in fs if f.startswith("part-")}
     assert writers == {"00000", "00001", "00002"}  # the third task wrote too
+
+
+# ------------------------------------------------------------------ at least once, both connectors
+def sink_numbers(path):
+    """Every ``n`` in the committed JSON Lines parts (hidden ones skipped)."""
+    found = []
+    for folder, _, names in os.walk(path):
+        for name in names:
+            if not name.startswith("."):
+                with open(os.path.join(folder, name)) as f:
+                    found += [json.loads(line)["n"] for line in f]
+    return found
+
+
+def test_at_least_once_file_to_file_with_the_sink_sigkilled_loses_no_record(cluster, tmp_path):
+    src, out = str(tmp_path / "in"), str(tmp_path / "out")
+    os.mkdir(src)
+    total = 0
+    for f in range(6):
+        tmp = os.path.join(src, f".r{f}.tmp")
+        with open(tmp, "w") as fh:
+            fh.writelines(json.dumps({"n": total + i}) + "\n" for i in range(2000))
+        os.replace(tmp, os.path.join(src, f"r{f}.jsonl"))
+        total += 2000
+    cluster.squall("submit", os.path.join(TOPOLOGIES, "files_pipe.py"), "--config-property", f"files.path={src}",
+                   "--config-property", f"files_test.out={out}")
+    wait_until(lambda: len(sink_numbers(out)) > 2000, timeout=60, what="2000 records committed before the kill")
+    os.kill(instance_pid(cluster, "files_pipe", "sink"), signal.SIGKILL)
+    wait_until(lambda: set(sink_numbers(out)) >= set(range(total)), timeout=90, interval=0.5,
+               what=f"every one of {total} records committed (so far {len(set(sink_numbers(out)))})")
+    cluster.squall("kill", "files_pipe")
