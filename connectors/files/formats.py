@@ -95,13 +95,18 @@ class ParquetWriter(PartWriter):
         if not self.buffer:
             return
         columns = list(zip(*self.buffer))
+        schema = self.writer.schema if self.writer is not None else None
+        arrays = {}
+        for f, c in zip(self.fields, columns):
+            try:
+                arrays[f] = pa.array(list(c), type=schema.field(f).type if schema is not None else None)
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+                where = f"as {schema.field(f).type}, the type of its first rows" if schema is not None else ""
+                raise ValueError(f"field {f!r}: its values cannot be written to one Parquet column {where}"
+                                 f"({e})") from None
+        table = pa.table(arrays, schema=schema)
         if self.writer is None:
-            table = pa.table({f: pa.array(list(c)) for f, c in zip(self.fields, columns)})
             self.writer = pq.ParquetWriter(self.stream, table.schema)
-        else:
-            schema = self.writer.schema
-            table = pa.table({f: pa.array(list(c), type=schema.field(f).type) for f, c in zip(self.fields, columns)},
-                             schema=schema)
         before = self.stream.tell()
         self.writer.write_table(table)
         self.bytes_per_row = max(1.0, (self.stream.tell() - before) / len(self.buffer))

@@ -118,8 +118,15 @@ class FileSpout(StatefulSpout):
 
     # reading ---------------------------------------------------------------------------------------
     def _discover(self) -> None:
+        """Queue the visible files this task owns and has not finished; forget finished files that are gone
+        (the state stays the size of the directory)."""
         index, parallelism = self._index()
-        for entry in sorted(self.store.walk()):
+        listed = sorted(self.store.walk())
+        present = {entry.path for entry in listed}
+        for path, saved in self.state.items():
+            if saved[2] and path not in present:
+                self.state.delete(path)
+        for entry in listed:
             path = entry.path
             if (path in self.queued or path == self.current or path in self.trackers or is_hidden(path)
                     or owner(path, parallelism) != index):  # a tracked file is read, waiting for acks

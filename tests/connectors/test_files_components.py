@@ -285,6 +285,9 @@ def test_the_spout_reads_new_files_ignores_hidden_ones_and_resumes_from_a_checkp
     spout = start_spout(config, state=at_first)
     got = [v for s, v, _ in drain(spout) if s == "default"]
     assert got[:2] == [["a.txt", 3, "a3"], ["a.txt", 4, "a4"]] and len(got) == 4
+    os.unlink(src / "a.txt")
+    drain(spout, 1)
+    assert "a.txt" not in spout.state and "sub/b.txt" in spout.state  # a finished file gone is forgotten
 
 
 def test_at_least_once_failed_records_are_emitted_again_and_the_state_is_the_contiguous_ack(tmp_path):

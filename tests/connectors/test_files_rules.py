@@ -185,6 +185,14 @@ def test_writers_write_whole_files_and_count_their_bytes():
         assert size == len(data) if fmt == "jsonl" else size > 0
 
 
+def test_a_parquet_column_of_mixed_types_names_its_field():
+    w = part_writer("parquet", pa.BufferOutputStream(), ["k", "v"])
+    w.add(["a", 1])
+    w.add(["b", "two"])
+    with pytest.raises(ValueError, match=r"field 'v': its values cannot be written to one Parquet column"):
+        w.close()
+
+
 # the store, on the local disk and through pyarrow's filesystem (the hdfs:// code path) ------------------
 @pytest.fixture(params=["local", "arrow", "hdfs"])
 def store(request, tmp_path):
