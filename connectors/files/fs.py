@@ -67,11 +67,16 @@ class FileStore:
     def walk(self, relpath: str = "") -> Iterator[FileEntry]:
         """Every file under ``relpath``, hidden ones too (nothing when it does not exist)."""
         selector = self._fs_module.FileSelector(self.full(relpath), recursive=True, allow_not_found=True)
-        prefix = self.root + "/"
         for info in self.fs.get_file_info(selector):
             if info.type == self._fs_module.FileType.File:
-                full = info.path if info.path.startswith("/") or not self.root.startswith("/") else "/" + info.path
-                yield FileEntry(full[len(prefix):] if full.startswith(prefix) else info.path, info.size or 0)
+                yield FileEntry(self._relative(info.path), info.size or 0)
+
+    def _relative(self, path: str) -> str:
+        """``path`` as a filesystem lists it (absolute, or with a scheme and host on HDFS) under the root."""
+        path = urlparse(path).path if "://" in path else path
+        root = self.root.strip("/")
+        path = path.lstrip("/")
+        return path[len(root) + 1:] if root and path.startswith(root + "/") else path
 
     # writes --------------------------------------------------------------------------------------
     def open_output(self, relpath: str) -> Any:
