@@ -32,8 +32,8 @@ class PartWriter:
         """Bytes written plus an estimate of those buffered."""
         raise NotImplementedError
 
-    def close(self) -> None:
-        """Write what is buffered and close the file (it is then whole)."""
+    def close(self) -> int:
+        """Write what is buffered and close the file (it is then whole); returns its size in bytes."""
         raise NotImplementedError
 
 
@@ -62,9 +62,10 @@ class JsonLinesWriter(PartWriter):
     def size(self) -> int:
         return self.written + self.buffered
 
-    def close(self) -> None:
+    def close(self) -> int:
         self._flush()
         self.stream.close()
+        return self.written
 
 
 def _jsonable(value: Any) -> Any:
@@ -115,11 +116,13 @@ class ParquetWriter(PartWriter):
     def size(self) -> int:
         return int(self.stream.tell() + len(self.buffer) * self.bytes_per_row)
 
-    def close(self) -> None:
+    def close(self) -> int:
         self._flush()
         if self.writer is not None:
             self.writer.close()
+        size = self.stream.tell()
         self.stream.close()
+        return size
 
 
 def part_writer(fmt: str, stream: Any, fields: Sequence[str]) -> PartWriter:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from squall.component import TICK_FREQ_KEY, TopologyContext, Tuple
+from squall.metrics import CountMetric
 from squall.stateful import KeyValueState, StatefulBolt
 
 from squall.connectors.files import keys as K
@@ -94,6 +95,9 @@ class FileSink(StatefulBolt):
         self.layouts: dict = {}  # fields -> (partition value indexes, row indexes, row fields)
         self.token, self.seq = new_token(), 0
         self.state: Optional[KeyValueState] = None
+        self.rows_written = context.register_metric("files_rows_written", CountMetric())
+        self.bytes_written = context.register_metric("files_bytes_written", CountMetric())
+        self.parts_committed = context.register_metric("files_parts_committed", CountMetric())
 
     def _index(self) -> tuple:
         tasks = self.context.get_component_tasks(self.context.get_component_id())
@@ -176,11 +180,13 @@ class FileSink(StatefulBolt):
         """Close the part; commit it now (ATMOST_ONCE, ATLEAST_ONCE: rename, then ack its tuples) or at the
         next checkpoint (EFFECTIVELY_ONCE)."""
         part = self.open.pop(key)
-        part.writer.close()
+        self.bytes_written.incr(part.writer.close())
+        self.rows_written.incr(part.writer.rows)
         if self.mode == "EFFECTIVELY_ONCE":
             self.closed.append(part.final)
             return
         self.store.rename(in_progress_path(part.final), part.final)
+        self.parts_committed.incr()
         for tup in part.held:
             self.ack(tup)
 
@@ -217,4 +223,5 @@ class FileSink(StatefulBolt):
             if isinstance(final, str) and entry[0] <= checkpoint_id:
                 self.store.rename(entry[1], final)
                 self.state.delete(final)
+                self.parts_committed.incr()
 

@@ -25,6 +25,7 @@ from collections import deque
 from typing import Any, Mapping, Optional, Sequence
 
 from squall.component import TopologyContext
+from squall.metrics import CountMetric
 from squall.stateful import KeyValueState, StatefulSpout
 from squall.stream import Stream
 
@@ -83,6 +84,9 @@ class FileSpout(StatefulSpout):
         self.acking = self.mode == "ATLEAST_ONCE"
         self.clock = time.monotonic
         self.state: Optional[KeyValueState] = None
+        self.records_read = context.register_metric("files_records_read", CountMetric())
+        self.decode_errors = context.register_metric("files_decode_errors", CountMetric())
+        self.files_finished = context.register_metric("files_files_finished", CountMetric())
         self._reset()
 
     def _reset(self) -> None:
@@ -193,7 +197,10 @@ class FileSpout(StatefulSpout):
             self.emit_many(good, ids if tracker is not None else None)
         if bad:
             self.emit_many(bad, stream=ERRORS)
+            self.decode_errors.incr(len(bad))
+        self.records_read.incr(len(records))
         if reader.done:
+            self.files_finished.incr()
             reader.close()
             self.reader = self.current = None
         if tracker is None:

@@ -166,6 +166,9 @@ def test_at_least_once_a_tuple_is_acked_after_its_part_is_renamed(tmp_path):
     sink.process_tick(tick)
     assert [t.values[0] for t in sink._collector.acked] == list(range(10))
     assert read_n(out) == list(range(10))
+    metrics = {name: m.get_value_and_reset() for name, (m, _) in sink.context.metrics.items()}
+    assert metrics["files_parts_committed"] == 1 and metrics["files_rows_written"] == 10
+    assert metrics["files_bytes_written"] == os.path.getsize(next(out.glob("part-*")))
 
 
 def test_a_part_rolls_by_size(tmp_path):
