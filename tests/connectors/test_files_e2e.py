@@ -192,3 +192,17 @@ def test_at_least_once_file_to_file_with_the_sink_sigkilled_loses_no_record(clus
     wait_until(lambda: set(sink_numbers(out)) >= set(range(total)), timeout=90, interval=0.5,
                what=f"every one of {total} records committed (so far {len(set(sink_numbers(out)))})")
     cluster.squall("kill", "files_pipe")
+
+
+# ------------------------------------------------------------------ refused at submit
+def test_submit_refuses_a_missing_spout_directory_and_an_unwritable_sink_path(cluster, tmp_path):
+    missing = tmp_path / "missing"
+    _, err = cluster.squall("submit", os.path.join(TOPOLOGIES, "files_count.py"), "--config-property",
+                            f"files.path={missing}", "--config-property", f"files_test.out.dir={tmp_path}", expect=2)
+    assert "components.lines" in err and f"files.path {missing}: no such directory" in err
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    _, err = cluster.squall("submit", os.path.join(TOPOLOGIES, "files_sink.py"), "--dry-run", "--config-property",
+                            f"files.path={blocker}/out", expect=2)
+    assert "components.sink" in err and f"files.path {blocker}/out: cannot write there" in err
+    assert not cluster.processes()
