@@ -95,6 +95,7 @@ class FileSink(StatefulBolt):
         self.layouts: dict = {}  # fields -> (partition value indexes, row indexes, row fields)
         self.token, self.seq = new_token(), 0
         self.state: Optional[KeyValueState] = None
+        self.restored, self.cleanup_due = 0, False
         self.rows_written = context.register_metric("files_rows_written", CountMetric())
         self.bytes_written = context.register_metric("files_bytes_written", CountMetric())
         self.parts_committed = context.register_metric("files_parts_committed", CountMetric())
@@ -105,27 +106,41 @@ class FileSink(StatefulBolt):
         return (tasks.index(me) if me in tasks else 0), len(tasks)
 
     def init_state(self, state: KeyValueState) -> None:
-        """Start, or roll back, from a complete checkpoint's state: finish its pending parts, delete garbage."""
+        """Start, or roll back, from a complete checkpoint's state. The cleanup (finish its pending parts,
+        delete garbage) waits for the first tuple, tick or checkpoint step: a new process gets a provisional
+        empty state first (before the topology master's RESTORE names the checkpoint), and cleaning up
+        after that one would delete the parts pending in the real one."""
         if self.mode == "ATMOST_ONCE":
             self._roll_all()  # what this process wrote is kept (at most once: never replayed)
         else:
             self._discard_open()  # replayed: the rollback undid it
         self.state = state
-        restored = max((v for k, v in state.items() if is_marker(k)), default=0)
+        self.restored = max((v for k, v in state.items() if is_marker(k)), default=0)
         for k in [k for k in state.keys() if is_marker(k)]:
             state.delete(k)
+        self.cleanup_due = True
+        self.token, self.seq = new_token(), 0
+
+    def _cleanup(self) -> None:
+        """After a restore to checkpoint C, before this task writes: finish the parts pending in C's state,
+        delete this task's (and the tasks it replaces') parts in progress and pending above C. By then every
+        task has restored (tuples flow after RESUME), and no live task writes files another one deletes."""
+        self.cleanup_due = False
+        state = self.state
         pending = {k: v for k, v in state.items() if isinstance(k, str)}
         index, parallelism = self._index()
         hidden = [e.path for e in self.store.walk() if e.path.rpartition("/")[2].startswith(".part-")]
-        plan = restore_plan(pending, restored, hidden, index, parallelism)
+        plan = restore_plan(pending, self.restored, hidden, index, parallelism)
+        finished = 0
         for src, final in plan.finish:
-            self.store.rename(src, final)
+            finished += self.store.rename(src, final)  # False: post_save had renamed it
             state.delete(final)
+        self.parts_committed.incr(finished)
         for path in plan.delete:
             self.store.delete(path)
-        log.info("file sink task %d of %d restored checkpoint %d: %d parts finished, %d deleted", index,
-                 parallelism, restored, len(plan.finish), len(plan.delete))
-        self.token, self.seq = new_token(), 0
+        log.info("file sink task %d of %d restored checkpoint %d: %d pending parts finished (%d already were), "
+                 "%d deleted", index, parallelism, self.restored, finished, len(plan.finish) - finished,
+                 len(plan.delete))
 
     def close(self) -> None:
         if getattr(self, "mode", "EFFECTIVELY_ONCE") != "EFFECTIVELY_ONCE":
@@ -144,6 +159,8 @@ class FileSink(StatefulBolt):
         return layout
 
     def process(self, tup: Tuple) -> None:
+        if self.cleanup_due:
+            self._cleanup()
         values = tup.values
         if self.partition_by:
             keys, rows, row_fields = self._layout(tup.fields)
@@ -163,6 +180,8 @@ class FileSink(StatefulBolt):
             self._roll(key)
 
     def process_tick(self, tup: Tuple) -> None:
+        if self.cleanup_due:
+            return  # nothing is open; a tick may come before the RESTORE that names the real state
         now = self.clock()
         for key in [k for k, p in self.open.items() if self.policy.due(p.writer.size(), p.opened_at, now)]:
             self._roll(key)
@@ -205,6 +224,8 @@ class FileSink(StatefulBolt):
 
     # checkpoints -----------------------------------------------------------------------------------
     def pre_save(self, checkpoint_id: int) -> None:
+        if self.cleanup_due:
+            self._cleanup()
         state = self.state
         if self.mode == "EFFECTIVELY_ONCE":
             for key in list(self.open):
@@ -219,9 +240,10 @@ class FileSink(StatefulBolt):
             state.put(marker, checkpoint_id)
 
     def post_save(self, checkpoint_id: int) -> None:
+        if self.cleanup_due:
+            self._cleanup()
         for final, entry in list(self.state.items()):
             if isinstance(final, str) and entry[0] <= checkpoint_id:
-                self.store.rename(entry[1], final)
+                self.parts_committed.incr(self.store.rename(entry[1], final))
                 self.state.delete(final)
-                self.parts_committed.incr()
 

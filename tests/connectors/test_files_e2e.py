@@ -34,8 +34,13 @@ def restores(cluster, topology):
 
 
 def instance_pid(cluster, topology, component, nth=0):
-    processes = json.loads(cluster.squall("show", topology, "--json")[0])["processes"]
-    return sorted(p["pid"] for p in processes if p["process"].startswith(f"instance {component}"))[nth]
+    """The pid of a task of ``component``, once every one of its tasks runs (one may be restarting)."""
+    def pids():
+        processes = json.loads(cluster.squall("show", topology, "--json")[0])["processes"]
+        found = [p["pid"] for p in processes if p["process"].startswith(f"instance {component}")]
+        return sorted(found) if found and None not in found else None
+
+    return wait_until(pids, timeout=30, what=f"every {component} task running")[nth]
 
 
 # ------------------------------------------------------------------ 1: FileSpout
@@ -100,15 +105,22 @@ def visible_numbers(path):
 
 
 def test_file_sink_sigkilled_mid_run_writes_every_record_once(cluster, tmp_path):
-    out = str(tmp_path / "out")
+    """Two SIGKILLs of a sink task: one inside its commit (post_save, the checkpoint complete, its parts
+    still pending: the restore must finish them), then one from outside, mid-run."""
+    out, marker = str(tmp_path / "out"), str(tmp_path / "crashed-in-commit")
     records = 20000
-    submit(cluster, "files_sink", f"files.path={out}", f"files_test.records={records}")
-    wait_until(lambda: len(visible_numbers(out)) > 3000, timeout=60, what="3000 records committed before the kill")
+    submit(cluster, "files_sink", f"files.path={out}", f"files_test.records={records}",
+           f"files_test.crash.marker={marker}")
+    wait_until(lambda: os.path.exists(marker), timeout=60, what="a sink task's crash in its commit")
+    wait_until(lambda: restores(cluster, "files_sink") >= 2, timeout=60, what="the rollback after the crash")
+    done = len(visible_numbers(out))
+    wait_until(lambda: len(visible_numbers(out)) > done + 1000, timeout=60,
+               what=f"1000 more records committed after the crash (so far {len(visible_numbers(out))})")
 
     os.kill(instance_pid(cluster, "files_sink", "sink"), signal.SIGKILL)
     wait_until(lambda: len(visible_numbers(out)) >= records, timeout=90, interval=0.5,
                what=f"all {records} records committed (so far {len(visible_numbers(out))})")
-    assert restores(cluster, "files_sink") >= 2  # the start, then the kill's rollback
+    assert restores(cluster, "files_sink") >= 3  # the start, then one per kill
     cluster.squall("kill", "files_sink")
     seen = Counter(visible_numbers(out))
     twice = {n: c for n, c in seen.items() if c > 1}

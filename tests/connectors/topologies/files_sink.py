@@ -3,7 +3,13 @@
 numbers (a StatefulSpout, par 2: task k emits n = k, k + 2, ... below ``files_test.records``, paced at
 ``files_test.rate``/s per task; its position is its state) -> sink (FileSink, shuffle, par 2, Parquet
 parts under ``files.path``, partitioned by ``parity``). A reader must see every n exactly once.
+
+With ``files_test.crash.marker`` set to a path, the first sink task to get ``post_save`` of checkpoint 4 or
+later creates that file and SIGKILLs its own process before committing: a crash in the commit window,
+whose restore must finish the parts pending in the checkpoint's state.
 """
+import os
+import signal
 import time
 
 from squall import Grouping, StatefulSpout, TopologyBuilder
@@ -37,9 +43,25 @@ class Numbers(StatefulSpout):
             self.state.put("next", i)
 
 
+class CrashInCommitSink(FileSink):
+    def initialize(self, config, context):
+        super().initialize(config, context)
+        self.crash_marker = config.get("files_test.crash.marker") or None
+
+    def post_save(self, checkpoint_id):
+        if self.crash_marker and checkpoint_id >= 4 and any(isinstance(k, str) for k in self.state.keys()):
+            try:
+                os.close(os.open(self.crash_marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                pass
+            else:
+                os.kill(os.getpid(), signal.SIGKILL)
+        super().post_save(checkpoint_id)
+
+
 builder = TopologyBuilder("files_sink")
 numbers = builder.add_spout("numbers", Numbers, par=2)
-builder.add_bolt("sink", FileSink, par=2, inputs={numbers: Grouping.SHUFFLE},
+builder.add_bolt("sink", CrashInCommitSink, par=2, inputs={numbers: Grouping.SHUFFLE},
                  config={"files.format": "parquet", "files.partition.by": "parity"})
 builder.set_config({"squall.packing.algorithm": "roundrobin", "topology.workers": 2,
                     "topology.reliability.mode": "EFFECTIVELY_ONCE", "topology.state.checkpoint.interval.secs": 0.5,
