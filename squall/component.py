@@ -323,6 +323,10 @@ class Bolt(Component):
     auto_anchor = True
     auto_ack = True
     auto_fail = True
+    #: seconds between the tick tuples a bolt needs whatever the topology sets (a sink that commits on
+    #: time): its own ``topology.tick.tuple.freq.secs`` unless its config names one (Storm's per-component
+    #: tick frequency)
+    tick_secs: Optional[float] = None
 
     def process(self, tup: Tuple) -> None:
         """Handle one tuple."""

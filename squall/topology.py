@@ -226,6 +226,8 @@ class _Validator:
         self._check_config(base, spec.config, f"{where}.config")
         inputs = self._inputs(spec, where) if spec.kind == "BOLT" else []
         config = dict(spec.config or {})
+        if spec.kind == "BOLT" and spec.cls.tick_secs is not None:
+            config.setdefault(TICK_FREQ_KEY, spec.cls.tick_secs)
         if spec.kind == "BOLT" and issubclass(spec.cls, WindowedBolt):
             resolved = base.with_layer(self.config, "config").with_layer(config, f"{where}.config")
             input_fields = [(f"{i.component}/{i.stream}", self.streams[i.component][i.stream].fields)

@@ -49,6 +49,7 @@ class FileSink(StatefulBolt):
 
     outputs = ()
     auto_ack = False  # ATLEAST_ONCE: acked once the part holding the tuple is committed
+    tick_secs = 1.0  # a part rolls on time (files.roll.interval.secs) when no tuple comes
 
     # checks ----------------------------------------------------------------------------------------
     @classmethod
@@ -60,14 +61,10 @@ class FileSink(StatefulBolt):
         K.positive(config, K.ROLL_SIZE)
         interval = K.positive(config, K.ROLL_INTERVAL)
         mode = config.get(MODE)
-        if mode in ("ATLEAST_ONCE", "ATMOST_ONCE") and not config.get(TICK_FREQ_KEY):
-            raise ValueError(f"{TICK_FREQ_KEY} is not set: at {mode} the FileSink commits a part when it rolls, "
-                             f"and needs tick tuples to roll one on time ({K.ROLL_INTERVAL}) when no tuple comes; "
-                             "set it on the sink, e.g. 1")
         if mode == "ATLEAST_ONCE":
             timeout = float(config.get("topology.message.timeout.secs") or 30)
             checkpoint = float(config.get("topology.state.checkpoint.interval.secs") or 1)
-            tick = float(config.get(TICK_FREQ_KEY))
+            tick = float(config.get(TICK_FREQ_KEY) or cls.tick_secs)
             if interval + tick + checkpoint >= timeout:
                 raise ValueError(f"{K.ROLL_INTERVAL} {interval:g} + {TICK_FREQ_KEY} {tick:g} + "
                                  f"topology.state.checkpoint.interval.secs {checkpoint:g} must stay below "

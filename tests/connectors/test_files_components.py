@@ -212,8 +212,9 @@ def test_partition_by_writes_hive_folders_without_the_partition_fields(tmp_path)
 
 
 def test_sink_config_errors_name_the_key(tmp_path):
-    with pytest.raises(ValueError, match=r"topology.tick.tuple.freq.secs is not set: at ATLEAST_ONCE"):
-        FileSink.check_config({"files.path": "x", "topology.reliability.mode": "ATLEAST_ONCE"})
+    with pytest.raises(ValueError, match=r"files.roll.interval.secs 29 \+ topology.tick.tuple.freq.secs 1 \+ "):
+        FileSink.check_config({"files.path": "x", "topology.reliability.mode": "ATLEAST_ONCE",
+                               "files.roll.interval.secs": 29})  # the sink's own tick: 1 s
     with pytest.raises(ValueError, match=r"files.roll.interval.secs 30 \+ topology.tick.tuple.freq.secs 1 \+ "
                                          r"topology.state.checkpoint.interval.secs 1 must stay below"):
         FileSink.check_config({"files.path": "x", "topology.reliability.mode": "ATLEAST_ONCE",
@@ -227,13 +228,15 @@ def test_sink_config_errors_name_the_key(tmp_path):
         FileSink.preflight({"files.path": str(blocker / "sub")})
 
 
-def test_build_refuses_a_bad_files_key_naming_the_component():
+def test_a_bad_files_key_is_refused_naming_the_component():
+    from squall.preflight import check_components
+
     b = TopologyBuilder("t")
     b.add_spout("in", FileSpout, config={"files.path": "/tmp"})
     b.add_bolt("out", FileSink, inputs=["in"], config={"files.path": "/tmp", "files.partition.bi": "x"})
-    with pytest.raises(TopologyError, match=r"components.out.config: unknown file connector key "
+    with pytest.raises(TopologyError, match=r"components.out: unknown file connector key "
                                             r"'files.partition.bi'; did you mean 'files.partition.by'\?"):
-        b.build()
+        check_components(b.build().plan)  # as every command that loads the topology file does
 
 
 # ------------------------------------------------------------------ spout

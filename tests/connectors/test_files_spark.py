@@ -1,6 +1,6 @@
 """Spark reads what the FileSink commits, directly: ``spark.read.parquet(path)`` (and ``.json`` for JSON
 Lines) sees the committed rows, with their partition columns and the types of their values, and skips
-parts still in progress or pending. One real local Spark session for the module."""
+parts still in progress or pending. The test run's one local Spark session (tests/conftest.py)."""
 import os
 
 import pytest
@@ -8,16 +8,6 @@ import pytest
 from squall.component import TopologyContext, Tuple
 from squall.connectors.files import FileSink
 from squall.stateful import KeyValueState
-
-
-@pytest.fixture(scope="module")
-def spark():
-    pytest.importorskip("pyspark", reason="the Spark check needs pyspark (squall[reports])")
-    from squall.reports.session import spark_session
-
-    session = spark_session("local[1]", app_name="squall-files-tests", driver_memory="512m")
-    yield session
-    session.stop()
 
 
 def sink_at(path, fmt):
