@@ -2,7 +2,7 @@
 import pytest
 from api_components import EvenGrouping, MultiSpout, PassBolt, SinkBolt, WordSpout
 
-from squall import Grouping, Topology, TopologyBuilder, Tuple
+from squall import Bolt, Grouping, Topology, TopologyBuilder, Tuple
 from squall.idl import decode, encode, schema
 from squall.logical import component_config, task_ids, topology_config
 from squall.stream import decode_custom
@@ -121,3 +121,23 @@ def test_replace_copies_a_struct_with_changed_fields():
     assert renamed.components == plan.components and renamed.config == plan.config
     with pytest.raises(TypeError, match="Topology has no field 'nope'"):
         replace(plan, nope=1)
+
+
+class TickingSink(Bolt):
+    """A sink that commits on time: it asks for its own ticks."""
+
+    tick_secs = 0.5
+
+
+def test_a_bolt_that_needs_ticks_gets_its_own_frequency_unless_its_config_names_one():
+    import json
+
+    b = TopologyBuilder("ticks")
+    source = b.add_spout("source", WordSpout)
+    b.add_bolt("sink", TickingSink, inputs=[source])
+    b.add_bolt("slow", TickingSink, inputs=[source], config={"topology.tick.tuple.freq.secs": 5})
+    b.add_bolt("plain", PassBolt, inputs=[source])
+    plan = b.build().plan
+    ticks = {c.name: c.config.get("topology.tick.tuple.freq.secs") for c in plan.components}
+    assert {k: json.loads(v) if v else None for k, v in ticks.items()} == {
+        "source": None, "sink": 0.5, "slow": 5, "plain": None}
