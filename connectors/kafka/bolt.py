@@ -14,12 +14,14 @@
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from typing import Any, Mapping, Optional
 
 from squall.connectors.kafka import commits
 from squall.connectors.kafka.common import BOOTSTRAP, check_cluster, check_keys, client_config, required
 from squall.connectors.kafka.records import encoder
+from squall.metrics import CountMetric, MeanMetric
 from squall.stateful import KeyValueState, StatefulBolt
 
 log = logging.getLogger(__name__)
@@ -90,6 +92,11 @@ class KafkaBolt(StatefulBolt):
         self.writer: Any = None  # the transactional producer (EFFECTIVELY_ONCE)
         self.state = KeyValueState()
         self.buffer: list = []
+        # metrics (docs/metrics.md, a task's ``user`` figures): records handed to Kafka (at least once:
+        # confirmed; effectively once: committed), records not confirmed, ms per transaction commit
+        self.records = context.register_metric("kafka_records", CountMetric())
+        self.refused = context.register_metric("kafka_refused", CountMetric())
+        self.commit_ms = context.register_metric("kafka_commit_ms", MeanMetric())
         if self.mode != "EFFECTIVELY_ONCE":
             from confluent_kafka import Producer
 
@@ -136,6 +143,7 @@ class KafkaBolt(StatefulBolt):
             except BufferError:  # librdkafka's queue is full: wait for room (memory stays bounded)
                 self.producer.poll(0.1)
                 produce(topic, value, key)
+        self.records.incr(len(batch))
         self.producer.poll(0)
 
     # -------------------------------------------------------------- ATLEAST_ONCE
@@ -162,7 +170,9 @@ class KafkaBolt(StatefulBolt):
                 except BufferError:
                     producer.poll(0.1)
         producer.flush(self.delivery_timeout)
+        self.records.incr(confirmed[0])
         if refused or confirmed[0] < len(batch):
+            self.refused.incr(len(batch) - confirmed[0])
             log.warning("Kafka topic %s: %d of %d records not confirmed (%s); their tuples fail", topic,
                         len(batch) - confirmed[0], len(batch), refused[0] if refused else "timed out")
             return False
@@ -224,11 +234,16 @@ class KafkaBolt(StatefulBolt):
         last, records = commits.due(self.entry, checkpoint_id)
         if last is None:
             return
+        started = time.perf_counter()
         try:
-            self.writer.commit(records, self.entry["owner"], last)
+            offset = self.writer.commit(records, self.entry["owner"], last)
+            self.commit_ms.update((time.perf_counter() - started) * 1000)
+            self.records.incr(len(records))
         except CommitAborted:
             return  # still pending: the next post_save commits them with the next checkpoint's
         commits.drop(self.entry, last)
+        if offset >= 0:  # a recovery looks for this owner's markers from there on
+            self.entry["since"] = offset
         key = commits.entry_key(self.entry["tid"])
         if self.entry["checkpoints"]:
             self.state.put(key, self.entry)

@@ -8,7 +8,9 @@ new task). An entry is ``{"tid", "owner", "since", "checkpoints": [[c, [[key, va
 - ``tid``: the transactional id whose producer commits the entry's records (fenced before a recovery);
 - ``owner``: the name its commit markers carry (the tid and a fresh nonce per ``init_state``, so a
   marker of an earlier run or incarnation never stands for this one's checkpoints);
-- ``since``: where, in the commits topic's partition of ``owner``, a recovery starts looking for them.
+- ``since``: where, in the commits topic's partition of ``owner``, a recovery starts looking for them
+  (the end of that partition when the owner was made, then the offset of its last marker), so a
+  recovery reads about one checkpoint interval of markers, not the whole topic.
 
 A commit writes the records of every checkpoint ``<= c`` in the entry and a marker record ``owner -> c``
 to the commits topic in one Kafka transaction: the marker is visible exactly when the records are.

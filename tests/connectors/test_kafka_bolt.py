@@ -105,6 +105,7 @@ def test_records_are_written_only_when_their_checkpoint_is_complete(kafka_bootst
     assert read_all(kafka_bootstrap, topic_name) == []
     sink.on_frame(step(Step.DONE, 1, 1), 0.0)
     assert read_all(kafka_bootstrap, topic_name) == list(range(10))
+    assert sink.component.records.get_value_and_reset() == 10
     checkpoint(sink, 2, 1)
     sink.on_frame(step(Step.DONE, 2, 1), 0.0)
     assert read_all(kafka_bootstrap, topic_name) == list(range(15))
@@ -181,6 +182,7 @@ def test_at_least_once_a_batch_is_acked_once_the_broker_has_every_record(kafka_b
     tracked(sink, range(5))
     assert read_all(kafka_bootstrap, topic_name) == list(range(5))  # confirmed before the batch returned
     assert (sink.ack_count, sink.fail_count) == (5, 0)
+    assert sink.component.records.get_value_and_reset() == 5  # the task's kafka_records metric
 
 
 def test_at_least_once_records_the_broker_does_not_confirm_fail_their_tuples(storage):
@@ -189,6 +191,7 @@ def test_at_least_once_records_the_broker_does_not_confirm_fail_their_tuples(sto
     sink = task(plan, storage, 2, [2])
     tracked(sink, range(5))
     assert (sink.ack_count, sink.fail_count) == (0, 5)
+    assert sink.component.refused.get_value_and_reset() == 5
     assert sink.acks_out[1][1] == [(1 << TASK_SHIFT) | 99]  # the tree fails at its spout, which replays it
 
 
