@@ -29,8 +29,6 @@ log = logging.getLogger(__name__)
 MODE = "topology.reliability.mode"
 TOPIC = "kafka.topic"
 COMMITS = "kafka.commits.topic"
-#: producer properties the effectively-once sink sets itself
-CONTROLLED = ("kafka.producer.transactional.id", "kafka.producer.enable.idempotence")
 TIMEOUT = 30.0  # seconds a Kafka call of the transactional sink may take
 
 
@@ -60,10 +58,12 @@ class KafkaBolt(StatefulBolt):
             raise ValueError("kafka.producer.acks is 0: at ATLEAST_ONCE a tuple is acked when the broker "
                              "confirms its record, which acks=0 never does")
         if mode == "EFFECTIVELY_ONCE":
-            for key in CONTROLLED:
-                if key in config:
-                    raise ValueError(f"{key} is set: at EFFECTIVELY_ONCE the Kafka bolt sets it itself "
-                                     "(a transactional producer per task)")
+            if "kafka.producer.transactional.id" in config:
+                raise ValueError("kafka.producer.transactional.id is set: at EFFECTIVELY_ONCE the Kafka bolt "
+                                 "sets it itself (a transactional producer per task)")
+            if str(config.get("kafka.producer.enable.idempotence", "true")).strip().lower() in ("false", "0"):
+                raise ValueError("kafka.producer.enable.idempotence is false: at EFFECTIVELY_ONCE the Kafka bolt's "
+                                 "transactional producer needs it")
             if acks not in ("all", "-1"):
                 raise ValueError(f"kafka.producer.acks is {acks}: at EFFECTIVELY_ONCE transactions need acks=all")
             if commits_topic(config) == required(config, TOPIC):
@@ -102,29 +102,31 @@ class KafkaBolt(StatefulBolt):
 
             self.producer = Producer(self.client)
 
-    def _encode(self, tup: Any) -> tuple:
-        source = (tup.component, tup.stream)
-        encode = self.encoders.get(source)
+    def _records(self, source: Any, values: list) -> list:
+        """``(key, value)`` records of tuple values from ``source`` (a tuple or a batch: its component,
+        stream and fields)."""
+        encode = self.encoders.get((source.component, source.stream))
         if encode is None:
-            encode = self.encoders[source] = encoder(tup.fields, self.key_field, self.value_field)
-        return encode(tup.values)
+            encode = self.encoders[(source.component, source.stream)] = encoder(
+                source.fields, self.key_field, self.value_field)
+        return [encode(v) for v in values]
 
     def process(self, tup: Any) -> None:
-        if not self._write([tup]):
+        if not self._write(self._records(tup, [tup.values])):
             self.fail(tup)
 
     def process_batch(self, batch: Any) -> None:
         """A received run: acked when this returns (``auto_ack``), failed when a record was not confirmed."""
-        if not self._write(batch):
+        if not self._write(self._records(batch, batch.values)):
             self.fail(batch)
 
-    def _write(self, tuples: Any) -> bool:
+    def _write(self, records: list) -> bool:
         if self.mode == "EFFECTIVELY_ONCE":
-            self.buffer.extend(self._encode(t) for t in tuples)
+            self.buffer.extend(records)
             return True
         if self.mode == "ATLEAST_ONCE":
-            return self._produce_confirmed(tuples)
-        self._produce_unconfirmed(tuples)
+            return self._produce_confirmed(records)
+        self._produce_unconfirmed(records)
         return True
 
     def close(self) -> None:
@@ -134,21 +136,20 @@ class KafkaBolt(StatefulBolt):
             self.writer.close()
 
     # -------------------------------------------------------------- ATMOST_ONCE
-    def _produce_unconfirmed(self, batch: Any) -> None:
+    def _produce_unconfirmed(self, records: list) -> None:
         produce, topic = self.producer.produce, self.topic
-        for tup in batch:
-            key, value = self._encode(tup)
+        for key, value in records:
             try:
                 produce(topic, value, key)
             except BufferError:  # librdkafka's queue is full: wait for room (memory stays bounded)
                 self.producer.poll(0.1)
                 produce(topic, value, key)
-        self.records.incr(len(batch))
+        self.records.incr(len(records))
         self.producer.poll(0)
 
     # -------------------------------------------------------------- ATLEAST_ONCE
-    def _produce_confirmed(self, batch: Any) -> bool:
-        """Produce the tuples and wait for the broker's answers: False when a record was refused or not
+    def _produce_confirmed(self, records: list) -> bool:
+        """Produce the records and wait for the broker's answers: False when one was refused or not
         confirmed within ``topology.message.timeout.secs`` (the tuples then fail, and their spouts
         replay them)."""
         producer, topic = self.producer, self.topic
@@ -161,20 +162,19 @@ class KafkaBolt(StatefulBolt):
             else:
                 refused.append(err)
 
-        for tup in batch:
-            key, value = self._encode(tup)
+        for key, value in records:
             while True:
                 try:
                     producer.produce(topic, value, key, on_delivery=delivered)
                     break
-                except BufferError:
+                except BufferError:  # librdkafka's queue is full: wait for room
                     producer.poll(0.1)
         producer.flush(self.delivery_timeout)
         self.records.incr(confirmed[0])
-        if refused or confirmed[0] < len(batch):
-            self.refused.incr(len(batch) - confirmed[0])
+        if refused or confirmed[0] < len(records):
+            self.refused.incr(len(records) - confirmed[0])
             log.warning("Kafka topic %s: %d of %d records not confirmed (%s); their tuples fail", topic,
-                        len(batch) - confirmed[0], len(batch), refused[0] if refused else "timed out")
+                        len(records) - confirmed[0], len(records), refused[0] if refused else "timed out")
             return False
         return True
 

@@ -106,9 +106,27 @@ def test_records_are_written_only_when_their_checkpoint_is_complete(kafka_bootst
     sink.on_frame(step(Step.DONE, 1, 1), 0.0)
     assert read_all(kafka_bootstrap, topic_name) == list(range(10))
     assert sink.component.records.get_value_and_reset() == 10
+    since = sink.component.entry["since"]  # the offset of the owner's last marker: a recovery reads from it
     checkpoint(sink, 2, 1)
     sink.on_frame(step(Step.DONE, 2, 1), 0.0)
     assert read_all(kafka_bootstrap, topic_name) == list(range(15))
+    assert sink.component.entry["since"] > since >= 0
+
+
+def test_a_rollback_in_the_same_process_drops_what_it_held_and_commits_nothing_twice(kafka_bootstrap, topic_name,
+                                                                                       storage):
+    sink = task(topology(kafka_bootstrap, topic_name), storage, 2, [2])
+    numbers(sink, range(10), 1)
+    checkpoint(sink, 1, 1)
+    sink.on_frame(step(Step.DONE, 1, 1), 0.0)
+    numbers(sink, range(10, 20), 1)
+    checkpoint(sink, 2, 1)  # another task died: checkpoint 2 never completes
+    numbers(sink, range(20, 25), 1)
+    sink.on_frame(step(Step.RESTORE, 1, 2), 0.0)  # every task rolls back to 1
+    numbers(sink, range(10, 25), 2)  # the replay
+    checkpoint(sink, 3, 2)
+    sink.on_frame(step(Step.DONE, 3, 2), 0.0)
+    assert read_all(kafka_bootstrap, topic_name) == list(range(25))
 
 
 def test_a_task_dead_before_its_commit_has_its_records_committed_once_by_the_restore(kafka_bootstrap, topic_name,
@@ -202,6 +220,8 @@ def test_at_least_once_records_the_broker_does_not_confirm_fail_their_tuples(sto
     ({"kafka.bootstrap.servers": "h:1", "kafka.topic": "t", "kafka.topik": "u"}, r"'kafka.topik'; did you mean 'kafka.topic'"),
     ({"kafka.bootstrap.servers": "h:1", "kafka.topic": "t", "kafka.producer.transactional.id": "x"},
      r"kafka.producer.transactional.id is set: at EFFECTIVELY_ONCE the Kafka bolt sets it itself"),
+    ({"kafka.bootstrap.servers": "h:1", "kafka.topic": "t", "kafka.producer.enable.idempotence": False},
+     r"kafka.producer.enable.idempotence is false: at EFFECTIVELY_ONCE"),
     ({"kafka.bootstrap.servers": "h:1", "kafka.topic": "t", "kafka.producer.acks": "1"},
      r"kafka.producer.acks is 1: at EFFECTIVELY_ONCE transactions need acks=all"),
     ({"kafka.bootstrap.servers": "h:1", "kafka.topic": "t", "kafka.commits.topic": "t"},
