@@ -69,6 +69,21 @@ def test_effectively_once_a_killed_kafka_bolt_leaves_each_number_once(cluster, k
     assert figures["restores"] >= 2, figures  # the start, then the kill's rollback
 
 
+def test_effectively_once_rescaling_the_kafka_bolt_2_to_3_leaves_each_number_once(cluster, kafka_bootstrap,
+                                                                                  topic_name):
+    create_topics(kafka_bootstrap, topic_name, f"{topic_name}.squall-commits")
+    submit(cluster, "kafka_bolt_numbers", kafka_bootstrap, topic_name)
+    wait_until(lambda: seen(kafka_bootstrap, topic_name, COUNT // 5), timeout=60, interval=0.5,
+               what=f"a fifth of {COUNT} numbers in {topic_name} before the rescale")
+    cluster.squall("update", "kafka_bolt_numbers", "--component-parallelism", "sink=3")
+    got = wait_until(lambda: seen(kafka_bootstrap, topic_name, COUNT), timeout=90, interval=0.5,
+                     what=f"all {COUNT} numbers in {topic_name}")
+    cluster.squall("kill", "kafka_bolt_numbers")
+    twice = {n: c for n, c in Counter(got).items() if c > 1}
+    assert not twice, f"{len(twice)} numbers written more than once, e.g. {dict(list(twice.items())[:10])}"
+    assert got == list(range(COUNT))
+
+
 def test_at_least_once_a_killed_kafka_bolt_loses_no_number(cluster, kafka_bootstrap, topic_name):
     create_topics(kafka_bootstrap, topic_name)
     submit(cluster, "kafka_bolt_reliable", kafka_bootstrap, topic_name)
