@@ -24,6 +24,7 @@ KEYS: dict = {
     "kafka.topic": "the topic the bolt writes",
     "kafka.key.field": "the tuple field whose value is the record key",
     "kafka.value.field": "the tuple field whose value is the record value (default: the tuple as JSON)",
+    "kafka.commits.topic": "EFFECTIVELY_ONCE: the topic of the bolt's commit markers (default <kafka.topic>.squall-commits)",
 }
 
 
