@@ -215,8 +215,8 @@ def test_at_least_once_records_the_broker_does_not_confirm_fail_their_tuples(sto
 
 # ----------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize("config, message", [
-    ({"kafka.topic": "t"}, r"components.sink.config: kafka.bootstrap.servers is not set"),
-    ({"kafka.bootstrap.servers": "h:1"}, r"components.sink.config: kafka.topic is not set"),
+    ({"kafka.topic": "t"}, r"components.sink: kafka.bootstrap.servers is not set"),
+    ({"kafka.bootstrap.servers": "h:1"}, r"components.sink: kafka.topic is not set"),
     ({"kafka.bootstrap.servers": "h:1", "kafka.topic": "t", "kafka.topik": "u"}, r"'kafka.topik'; did you mean 'kafka.topic'"),
     ({"kafka.bootstrap.servers": "h:1", "kafka.topic": "t", "kafka.producer.transactional.id": "x"},
      r"kafka.producer.transactional.id is set: at EFFECTIVELY_ONCE the Kafka bolt sets it itself"),
@@ -227,13 +227,15 @@ def test_at_least_once_records_the_broker_does_not_confirm_fail_their_tuples(sto
     ({"kafka.bootstrap.servers": "h:1", "kafka.topic": "t", "kafka.commits.topic": "t"},
      r"kafka.commits.topic is the output topic 't'"),
 ])
-def test_bad_config_is_refused_at_build_naming_the_key(config, message):
+def test_bad_config_is_refused_naming_the_key(config, message):
+    from squall.preflight import check_components
+
     builder = TopologyBuilder("bad")
     numbers = builder.add_spout("numbers", Numbers)
     builder.add_bolt("sink", KafkaBolt, inputs=[numbers], config=config)
     builder.set_config({"topology.reliability.mode": "EFFECTIVELY_ONCE"})
     with pytest.raises(TopologyError, match=message):
-        builder.build()
+        check_components(builder.build().plan)  # every command that loads the topology file
 
 
 def test_acks_0_is_refused_at_least_once():
