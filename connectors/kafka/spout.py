@@ -41,8 +41,9 @@ ERRORS = "errors"
 ERROR_FIELDS = ("topic", "partition", "offset", "reason")
 STARTS = ("earliest", "latest", "committed")
 POLL_SECS = 0.005  # a consume() waits at most this long: next_tuple never blocks past a flush interval
-METADATA_SECS = 5.0  # a metadata or offsets request waits at most this long
-RETRY_ASSIGN_SECS = 1.0  # partitions not assigned for want of a broker: asked again this often
+METADATA_SECS = 5.0  # a metadata or offsets request of init_state waits at most this long
+DISCOVER_SECS = 0.5  # one made from next_tuple (a look for new partitions) at most this long
+RETRY_ASSIGN = Backoff(first=1.0, factor=2.0, longest=30.0)  # no broker to say what to read: ask again
 ERROR_LOG_SECS = 30.0  # one log line per client error kind in this long
 
 TP = Tuple[str, int]
@@ -154,10 +155,12 @@ class KafkaSpout(StatefulSpout):
         self.decode = decoder(self.settings.value_format)
         self.decode_key = key_decoder(self.settings.value_format)
         group = self.settings.group_id or f"squall.{context.topology_name}.{context.get_component_id()}"
-        self.consumer = Consumer({
-            **common.client_config(config, "consumer"), "group.id": group,
-            "enable.auto.commit": False, "enable.auto.offset.store": False,
-            "error_cb": self._on_error, "on_commit": self._on_commit})
+        client = {**common.client_config(config, "consumer"), "group.id": group, "enable.auto.commit": False,
+                  "enable.auto.offset.store": False, "error_cb": self._on_error}
+        self.consumer = Consumer({**client, "on_commit": self._on_commit})
+        # metadata, watermarks and group offsets are asked on a client that never fetches: a broker answers a
+        # connection's requests in order, and the reader's long-poll fetches (fetch.wait.max.ms) would go first
+        self.lookup = Consumer(client)
         self.state = KeyValueState()
         self.positions: Dict[TP, int] = {}  # partitions read -> next offset to read
         self.open: Dict[TP, PartitionOffsets] = {}  # ATLEAST_ONCE: records open per partition
@@ -170,17 +173,20 @@ class KafkaSpout(StatefulSpout):
         self.next_discover = now + self.settings.discover_secs
         self.next_commit = now + self.settings.commit_secs
         self.error_logged: Dict[str, float] = {}
+        self.assign_failures = 0
         self.records = context.register_metric("kafka_records_per_sec", PerPartition(rate=True))
         self.bytes = context.register_metric("kafka_bytes_per_sec", PerPartition(rate=True))
         context.register_metric("kafka_lag", Lag(self))
         self.bad_records = context.register_metric("kafka_bad_records", CountMetric())
+        self.dropped = context.register_metric("kafka_records_dropped", CountMetric())
         self.client_errors = context.register_metric("kafka_client_errors", MultiCountMetric())
 
     def close(self) -> None:
-        consumer = getattr(self, "consumer", None)
-        if consumer is not None:
-            self.consumer = None
-            consumer.close()
+        for name in ("consumer", "lookup"):
+            client = getattr(self, name, None)
+            if client is not None:
+                setattr(self, name, None)
+                client.close()
 
     # state ----------------------------------------------------------------------------
     def init_state(self, state: KeyValueState) -> None:
@@ -189,7 +195,7 @@ class KafkaSpout(StatefulSpout):
         keep = dict(self.positions) if self.mode == "ATMOST_ONCE" else {}  # a rollback re-emits nothing
         self.consumer.unassign()
         self.positions, self.open, self.full, self.saved, self.known = {}, {}, set(), {}, None
-        self._assign(keep, initial=True)
+        self._assign(keep, initial=True, timeout=METADATA_SECS)
 
     def pre_save(self, checkpoint_id: int) -> None:
         if self.known is None:
@@ -266,6 +272,7 @@ class KafkaSpout(StatefulSpout):
             if not self._commit({tp: positions[tp] for tp in touched if tp in positions}, asynchronous=False):
                 log.warning("%d records not emitted: their offsets could not be committed first (at most once)",
                             len(rows))
+                self.dropped.incr(len(rows) + len(errors))
                 return
         if errors:
             self.bad_records.incr(len(errors))
@@ -314,14 +321,14 @@ class KafkaSpout(StatefulSpout):
             self.consumer.resume([_tp(tp) for tp in self.positions if tp not in self.full])
 
     # partitions -------------------------------------------------------------------------
-    def _assign(self, keep: Dict[TP, int], initial: bool) -> None:
+    def _assign(self, keep: Dict[TP, int], initial: bool, timeout: float) -> None:
         """Read the partitions this task owns that it does not read yet. ``initial`` (after
         ``init_state``): from the saved position, else ``kafka.start``; a partition found later (the topic
         grew): from its earliest offset."""
         from confluent_kafka import KafkaException
 
         try:
-            known = self._partitions()
+            known = self._partitions(timeout)
             index, parallelism = task_index(self.context.get_task_id(),
                                             self.context.get_component_tasks(self.context.get_component_id()))
             owned = [tp for tp in assign_partitions(known, index, parallelism) if tp not in self.positions]
@@ -329,12 +336,15 @@ class KafkaSpout(StatefulSpout):
                 for key in list(self.state.keys()):  # union state after a rescale: keep the partitions read
                     if key not in owned:
                         self.state.delete(key)
-            starts = self._starts(owned, keep, initial or self.known is None)
+            starts = self._starts(owned, keep, initial or self.known is None, timeout)
         except KafkaException as e:
-            log.warning("Kafka partitions not assigned yet (%s); asking again in %g s", e, RETRY_ASSIGN_SECS)
-            self.next_discover = time.monotonic() + RETRY_ASSIGN_SECS
+            self.assign_failures += 1
+            wait = RETRY_ASSIGN.delay(self.assign_failures)
+            self._on_error(e.args[0])
+            self._log_once("assign", "Kafka partitions not assigned (%s); asking again in %g s", e.args[0], wait)
+            self.next_discover = time.monotonic() + wait
             return
-        self.known = known
+        self.known, self.assign_failures = known, 0
         if not starts:
             return
         for tp, offset in starts.items():
@@ -351,13 +361,13 @@ class KafkaSpout(StatefulSpout):
 
     def _discover(self, now: float) -> None:
         self.next_discover = now + self.settings.discover_secs
-        self._assign({}, initial=self.known is None)
+        self._assign({}, initial=self.known is None, timeout=DISCOVER_SECS)
 
-    def _partitions(self) -> List[TP]:
+    def _partitions(self, timeout: float) -> List[TP]:
         """Every (topic, partition) of the topics, sorted; a topic that does not exist has none (logged)."""
         out = []
         for topic in self.settings.topics:
-            meta = self.consumer.list_topics(topic, timeout=METADATA_SECS).topics.get(topic)
+            meta = self.lookup.list_topics(topic, timeout=timeout).topics.get(topic)
             if meta is None or meta.error is not None:
                 self._log_once(f"topic {topic}", "Kafka topic %r is not available: %s", topic,
                                meta.error if meta is not None else "no metadata")
@@ -365,14 +375,14 @@ class KafkaSpout(StatefulSpout):
             out += [(topic, p) for p in meta.partitions]
         return sorted(out)
 
-    def _starts(self, owned: List[TP], keep: Dict[TP, int], initial: bool) -> Dict[TP, int]:
+    def _starts(self, owned: List[TP], keep: Dict[TP, int], initial: bool, timeout: float) -> Dict[TP, int]:
         """The offset each newly owned partition starts at (``KafkaException`` when the broker does not say)."""
         from confluent_kafka import TopicPartition
 
         starts: Dict[TP, int] = {}
         group: Dict[TP, int] = {}
         if owned and (self.mode == "ATMOST_ONCE" or (initial and self.settings.start == "committed")):
-            for tp in self.consumer.committed([_tp(tp) for tp in owned], timeout=METADATA_SECS):
+            for tp in self.lookup.committed([_tp(tp) for tp in owned], timeout=timeout):
                 if tp.error is None and tp.offset >= 0:
                     group[(tp.topic, tp.partition)] = tp.offset
         for tp in owned:
@@ -386,7 +396,7 @@ class KafkaSpout(StatefulSpout):
             elif initial and self.settings.start == "committed" and tp in group:
                 starts[tp] = group[tp]
             else:
-                low, high = self.consumer.get_watermark_offsets(TopicPartition(*tp), timeout=METADATA_SECS)
+                low, high = self.lookup.get_watermark_offsets(TopicPartition(*tp), timeout=timeout)
                 starts[tp] = high if initial and self.settings.start == "latest" else low
         return starts
 

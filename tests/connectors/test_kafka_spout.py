@@ -150,7 +150,7 @@ def test_a_rescale_splits_the_union_state_and_no_record_is_lost_or_read_twice(ka
             st = KeyValueState(dict(union))  # every task gets the union, and keeps its partitions' keys
             s.init_state(st)
             kept.append(sorted(st.keys()))
-        assert sorted(k for ks in kept for k in ks) == sorted(union) and [len(k) for k in kept] == [2, 1, 1]
+        assert sorted(k for ks in kept for k in ks) == sorted(union) and sorted(len(k) for k in kept) == [1, 1, 2]
         wait_until(lambda: [s.next_tuple() for s in new] and
                    sum(len(s._collector.tuples) for s in new) >= 120 - len(before), timeout=30, interval=0,
                    what="the rest of the records from the new tasks")
@@ -339,5 +339,58 @@ def test_metrics_per_partition(kafka_bootstrap, topic_name):
         lag = metrics["kafka_lag"]
         emitted = {f"{topic_name}-{p}": sum(1 for q, _ in s._collector.offsets() if q == p) for p in range(PARTITIONS)}
         assert lag and all(lag[k] == 10 - emitted[k] for k in lag)
+    finally:
+        s.close()
+
+
+def test_partitions_that_appear_later_are_found_and_read_from_their_earliest_offset(kafka_bootstrap, topic_name):
+    later = f"{topic_name}-later"
+    produce(kafka_bootstrap, topic_name, 8)
+    s = spout(kafka_bootstrap, f"{topic_name},{later}", **{"kafka.discover.interval.secs": 0.05,
+                                                           "kafka.start": "latest"})
+    s.init_state(KeyValueState())  # the second topic does not exist yet
+    try:
+        produce(kafka_bootstrap, topic_name, 4, start=8)
+        run(s, 4)
+        produce(kafka_bootstrap, later, 12)  # created now, by its first records
+        run(s, 16, "the new topic's records")
+        quiet(s)
+        got = sorted((v[2], v[3], v[4]) for v, _ in s._collector.tuples)
+        assert got == sorted([(topic_name, p, 2) for p in range(PARTITIONS)] +
+                             [(later, p, o) for p in range(PARTITIONS) for o in range(3)])
+        s.pre_save(1)
+        assert len(s.state) == 2 * PARTITIONS
+    finally:
+        s.close()
+
+
+@pytest.mark.skipif(bool(os.environ.get("SQUALL_TEST_KAFKA")), reason="stops a broker: the mock cluster's own")
+def test_a_broker_that_goes_away_is_counted_in_a_metric_and_never_raises(topic_name):
+    from squall.testing.kafka import MockKafkaCluster
+
+    with MockKafkaCluster(brokers=1) as bootstrap:
+        produce(bootstrap, topic_name, 8)
+        s = spout(bootstrap, topic_name)
+        s.init_state(KeyValueState())
+        run(s, 8)
+    try:  # the cluster is gone
+        wait_until(lambda: s.next_tuple() or s.client_errors.values, timeout=30, interval=0.01,
+                   what="the client's errors counted")
+        s.next_discover = 0  # a look for partitions fails too, and is retried later
+        s.next_tuple()
+        s.pre_save(1)
+        assert len(s.state) == PARTITIONS and s.next_discover > time.monotonic()
+    finally:
+        s.close()
+
+
+def test_a_spout_started_without_a_broker_assigns_its_partitions_once_one_answers(topic_name):
+    s = spout("127.0.0.1:1", topic_name)
+    try:
+        s.init_state(KeyValueState({(topic_name, 0): 5}))  # no broker: nothing assigned, nothing raised
+        assert s.positions == {} and s.next_discover > time.monotonic()
+        s.pre_save(1)
+        assert dict(s.state.items()) == {(topic_name, 0): 5}  # the restored positions are kept
+        assert s.client_errors.values
     finally:
         s.close()

@@ -10,9 +10,23 @@ PARTS = [("b", 1), ("a", 2), ("a", 0), ("b", 0), ("a", 1)]
 
 
 # assignment -------------------------------------------------------------------------------
-def test_the_sorted_partitions_go_round_robin_by_task_index():
-    assert assign_partitions(PARTS, 0, 2) == [("a", 0), ("a", 2), ("b", 1)]
-    assert assign_partitions(PARTS, 1, 2) == [("a", 1), ("b", 0)]
+def test_each_topics_partitions_go_round_robin_from_a_task_its_name_chooses():
+    assert assign_partitions(PARTS, 0, 2) == [("a", 1), ("b", 1)]  # h("a") % 2 == h("b") % 2 == 1
+    assert assign_partitions(PARTS, 1, 2) == [("a", 0), ("a", 2), ("b", 0)]
+    many = [(t, p) for t in ("orders", "clicks", "users") for p in range(10)]
+    for topic in ("orders", "clicks", "users"):
+        counts = [sum(1 for t, _ in assign_partitions(many, i, 3) if t == topic) for i in range(3)]
+        assert sorted(counts) == [3, 3, 4]
+
+
+def test_partitions_and_topics_added_later_never_move_a_partition_already_read():
+    before = [("m", p) for p in range(4)] + [("z", p) for p in range(3)]
+    after = before + [("m", 4), ("m", 5), ("a", 0), ("a", 1)]
+    for parallelism in (2, 3, 4):
+        for i in range(parallelism):
+            old = set(assign_partitions(before, i, parallelism))
+            new = set(assign_partitions(after, i, parallelism))
+            assert old <= new and not (new - old) & set(before)
 
 
 @pytest.mark.parametrize("parallelism", [1, 2, 3, 5, 7])
