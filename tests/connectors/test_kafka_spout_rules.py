@@ -152,3 +152,22 @@ def test_values_decode_by_format_and_keys_stay_bytes_only_with_bytes():
         decoder("utf-8")(b"\xff")
     with pytest.raises(ValueError):
         decoder("json")(b"{nope")
+
+
+def test_a_windowed_bolt_after_the_spout_keeps_a_watermark_per_partition():
+    from squall import Grouping, TopologyBuilder, Window, WindowedBolt
+
+    class PerMinute(WindowedBolt):
+        window = Window.tumbling(duration=60)
+        watermark_fields = ("topic", "partition")
+
+        def timestamp(self, tup):
+            return tup["timestamp"] / 1000
+
+        def process_window(self, window):
+            pass
+
+    b = TopologyBuilder("t")
+    s = b.add_spout("kafka", KafkaSpout, config=BASE)
+    b.add_bolt("minutes", PerMinute, inputs={s: Grouping.SHUFFLE})
+    b.build()
