@@ -1,6 +1,7 @@
 """The KafkaSpout's pure rules: partition assignment, the at-least-once offset manager, its config checks."""
 import pytest
 
+from squall import Grouping, TopologyBuilder, Window, WindowedBolt
 from squall.connectors.kafka.assign import assign_partitions, task_index
 from squall.connectors.kafka.offsets import Backoff, PartitionOffsets
 from squall.connectors.kafka.records import decoder, key_decoder
@@ -154,19 +155,18 @@ def test_values_decode_by_format_and_keys_stay_bytes_only_with_bytes():
         decoder("json")(b"{nope")
 
 
+class PerMinute(WindowedBolt):
+    window = Window.tumbling(duration=60)
+    watermark_fields = ("topic", "partition")
+
+    def timestamp(self, tup):
+        return tup["timestamp"] / 1000
+
+    def process_window(self, window):
+        pass
+
+
 def test_a_windowed_bolt_after_the_spout_keeps_a_watermark_per_partition():
-    from squall import Grouping, TopologyBuilder, Window, WindowedBolt
-
-    class PerMinute(WindowedBolt):
-        window = Window.tumbling(duration=60)
-        watermark_fields = ("topic", "partition")
-
-        def timestamp(self, tup):
-            return tup["timestamp"] / 1000
-
-        def process_window(self, window):
-            pass
-
     b = TopologyBuilder("t")
     s = b.add_spout("kafka", KafkaSpout, config=BASE)
     b.add_bolt("minutes", PerMinute, inputs={s: Grouping.SHUFFLE})
