@@ -441,7 +441,9 @@ class KafkaSpout(StatefulSpout):
         """``"<topic>-<partition>"`` -> high watermark minus position, where the watermark is known."""
         from confluent_kafka import TopicPartition
 
-        out = {}
+        out: dict = {}
+        if self.consumer is None:
+            return out
         for (topic, partition), position in sorted(self.positions.items()):
             _, high = self.consumer.get_watermark_offsets(TopicPartition(topic, partition), cached=True)
             if high >= 0:

@@ -1,4 +1,4 @@
-"""The KafkaSpout on a real local cluster: exactly once through a SIGKILL and a rescale, at least once
+"""The KafkaSpout on a real local cluster: exactly once through a SIGKILL and rescales (2 -> 3 -> 2), at least once
 through a SIGKILL, and a submit refused before launch when the broker or the topic is not there.
 
 tests/connectors/topologies/kafka_count.py: KafkaSpout (par 2) -> a two-phase counting sink whose
@@ -82,7 +82,7 @@ def every():
     return {f"{i % PARTITIONS}:{i // PARTITIONS}" for i in range(RECORDS)}
 
 
-def test_effectively_once_through_a_spout_sigkill_and_a_rescale_every_record_counted_once(
+def test_effectively_once_through_a_spout_sigkill_and_rescales_every_record_counted_once(
         cluster, kafka_bootstrap, topic_name, tmp_path):
     out = str(tmp_path / "out")
     os.mkdir(out)
@@ -96,7 +96,12 @@ def test_effectively_once_through_a_spout_sigkill_and_a_rescale_every_record_cou
 
     cluster.squall("update", "kafka_count", "--component-parallelism", "kafka=3")
     assert len(spout_tasks(cluster)) == 3
-    produce(kafka_bootstrap, topic_name, 12000, RECORDS)
+    produce(kafka_bootstrap, topic_name, 12000, 16000)
+    progress(out, max(done, 12000), "with 3 KafkaSpout tasks")
+
+    cluster.squall("update", "kafka_count", "--component-parallelism", "kafka=2")
+    wait_until(lambda: len(spout_tasks(cluster)) == 2, timeout=30, what="the third spout task retired")
+    produce(kafka_bootstrap, topic_name, 16000, RECORDS)
     wait_until(lambda: seen(out) >= RECORDS, timeout=90, interval=0.5,
                what=f"all {RECORDS} records committed (so far {seen(out)})")
     checkpoint, counts = committed(out)
