@@ -115,7 +115,8 @@ def test_at_least_once_through_a_spout_sigkill_every_record_counted(cluster, kaf
     out = str(tmp_path / "out")
     os.mkdir(out)
     produce(kafka_bootstrap, topic_name, 0, 6000)
-    submit(cluster, kafka_bootstrap, topic_name, out, "topology.reliability.mode=ATLEAST_ONCE")
+    submit(cluster, kafka_bootstrap, topic_name, out, "topology.reliability.mode=ATLEAST_ONCE",
+           "topology.builtin.metrics.bucket.size.secs=0.5")
     done = progress(out, 2000, "before the kill")
     wait_until(lambda: acked(cluster) > 0, timeout=30, what="the spout's trees acked (it runs at ATLEAST_ONCE)")
     os.kill(spout_tasks(cluster)[1]["pid"], signal.SIGKILL)
@@ -124,8 +125,22 @@ def test_at_least_once_through_a_spout_sigkill_every_record_counted(cluster, kaf
     wait_until(lambda: seen(out) >= RECORDS, timeout=90, interval=0.5,
                what=f"all {RECORDS} records committed (so far {seen(out)})")
     checkpoint, counts = committed(out)
+    read = wait_until(lambda: records_read(cluster), timeout=30, what="the spout's metrics in the metrics files")
     cluster.squall("kill", "kafka_count")
     assert set(counts) == every() and all(n >= 1 for n in counts.values())
+    assert set(read) == {f"{topic_name}-{p}" for p in range(PARTITIONS)}
+
+
+def records_read(cluster):
+    """Partitions of the spout's ``kafka_records_per_sec`` metric with records, in the metrics files' rows."""
+    partitions = set()
+    for path in glob.glob(os.path.join(cluster.run_dir("kafka_count"), "metrics", "container-*.jsonl")):
+        with open(path) as f:
+            for row in map(json.loads, f):
+                if row.get("component") == "kafka":
+                    user = row["user"] if isinstance(row["user"], dict) else json.loads(row["user"] or "{}")
+                    partitions |= {k for k, v in user.get("kafka_records_per_sec", {}).items() if v > 0}
+    return partitions if len(partitions) == PARTITIONS else None
 
 
 @pytest.mark.parametrize("dry_run", [False, True])
