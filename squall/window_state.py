@@ -12,7 +12,8 @@ When a window fires:
 - processing time: a tuple's timestamp is its arrival (wall clock), the
   watermark is the wall clock at each tuple and tick, nothing is late;
 - event time: the watermark is the minimum, over the upstream tasks that are
-  not idle, of the largest timestamp each has sent, minus ``lag``; it never
+  not idle (or over their sub-sources, a Kafka spout task's partitions, when
+  the bolt names ``watermark_fields``), of the largest timestamp each has sent, minus ``lag``; it never
   goes back. It moves with every tuple received, not on a timer. A task that
   has sent nothing for ``idle_timeout`` seconds (since the task started, if
   it never sent) stops holding it back until its next tuple. A timestamp
@@ -76,17 +77,25 @@ class Watermark:
         self.value = NEVER
 
     def expect(self, tasks: Iterable[int], now: float) -> None:
-        """The upstream tasks of the plan: a new one holds the watermark back until it sends (or idles)."""
+        """The upstream tasks of the plan: a new one holds the watermark back until it sends (or idles).
+        Sources of a task that left the plan go, its sub-sources (``(task, ...)``) with it."""
         tasks = set(tasks)
-        for task in tasks:
-            self.tasks.setdefault(task, [None, now])
-        for task in [t for t in self.tasks if t not in tasks]:
-            del self.tasks[task]
+        heard = {key[0] if key.__class__ is tuple else key for key in self.tasks}
+        for task in tasks - heard:
+            self.tasks[task] = [None, now]
+        for key in [k for k in self.tasks if (k[0] if k.__class__ is tuple else k) not in tasks]:
+            del self.tasks[key]
 
-    def observe(self, task: int, ts: float, wall: float, now: float) -> None:
-        """A tuple stamped ``ts`` from ``task`` arrived at ``wall`` (clock time; ``now``: monotonic)."""
+    def observe(self, task: Any, ts: float, wall: float, now: float) -> None:
+        """A tuple stamped ``ts`` from ``task`` arrived at ``wall`` (clock time; ``now``: monotonic).
+
+        ``task`` is an upstream task id or a sub-source of one, ``(task id, value, ...)`` (a Kafka spout
+        task's partition: ``WindowedBolt.watermark_fields``): each sub-source then counts on its own, and
+        the task's own entry, waiting for its first tuple, is replaced by them."""
         entry = self.tasks.get(task)
         if entry is None:
+            if task.__class__ is tuple:
+                self.tasks.pop(task[0], None)
             entry = self.tasks[task] = [None, now]
         counted = ts if ts < wall else wall
         if entry[0] is None or counted > entry[0]:
@@ -134,8 +143,9 @@ class Windower:
         if self.watermark is not None:
             self.watermark.expect(tasks, now)
 
-    def on_tuple(self, item: Any, ts: Optional[float], task: int, wall: float, now: float) -> tuple:
-        """A tuple (``ts``: its event time, None without one) from upstream ``task``; ``wall`` is the clock
+    def on_tuple(self, item: Any, ts: Optional[float], task: Any, wall: float, now: float) -> tuple:
+        """A tuple (``ts``: its event time, None without one) from upstream ``task`` (or a sub-source of it,
+        ``(task, value, ...)``: ``Watermark.observe``); ``wall`` is the clock
         time, ``now`` monotonic. Returns (late, [Fired, ...])."""
         if self.window.by_count:
             self._add(item, self.count)

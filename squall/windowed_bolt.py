@@ -34,7 +34,12 @@ class WindowedBolt(Bolt):
     (seconds) a tuple may arrive in event time. ``late_stream``: a declared
     output stream that gets tuples later than the watermark (their values as
     received); without it they are dropped, acked and counted
-    (``window.late.dropped``). The incremental form: define ``reduce(acc, tup)``
+    (``window.late.dropped``). ``watermark_fields``: input fields that split
+    each upstream task into several watermark sources, e.g. ``("topic",
+    "partition")`` after a ``KafkaSpout``, whose tasks interleave partitions:
+    each partition then holds the watermark back on its own, a partition
+    behind the others is not made late by them, and an idle one stops holding
+    it after ``squall.window.idle.timeout.secs``. The incremental form: define ``reduce(acc, tup)``
     (``acc`` starts as ``initial()``, None unless overridden) and, for a
     sliding window, ``merge(a, b)``, which returns a new accumulator and leaves
     its arguments alone (a pane's accumulator is merged into several windows);
@@ -48,6 +53,7 @@ class WindowedBolt(Bolt):
     timestamp_field: Optional[str] = None
     lag: float = 0.0
     late_stream: Optional[str] = None
+    watermark_fields: Sequence[str] = ()
     auto_ack = False  # a tuple is acked when its last window has been processed
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -102,7 +108,9 @@ class WindowedBolt(Bolt):
 
     # the shell ----------------------------------------------------------------------
     def process(self, tup: Tuple) -> None:
-        late, fired = self._windower.on_tuple(tup, self.timestamp(tup), tup.task, time.time(), time.monotonic())
+        fields = type(self).watermark_fields
+        source = (tup.task, *[tup[f] for f in fields]) if fields else tup.task
+        late, fired = self._windower.on_tuple(tup, self.timestamp(tup), source, time.time(), time.monotonic())
         if late:
             self._late(tup)
         self._run(fired)
@@ -206,6 +214,17 @@ def check_windowed(cls: type, where: str, config: Mapping[str, Any], input_field
                                     f"declares {list(fields)}")
     if lag and not timed:
         raise TopologyError(f"{where}.class: {name}.lag without timestamp_field: only event time has late tuples")
+    sub = cls.watermark_fields
+    if isinstance(sub, str) or not all(isinstance(f, str) for f in sub):
+        raise TopologyError(f"{where}.class: {name}.watermark_fields must be a tuple of field names, got {sub!r}")
+    if sub and not timed:
+        raise TopologyError(f"{where}.class: {name}.watermark_fields without event time (timestamp_field or "
+                            "timestamp()): only event time has a watermark")
+    for f in sub:
+        for source, fields in input_fields:
+            if f not in fields:
+                raise TopologyError(f"{where}.class: {name}.watermark_fields names {f!r}, but input stream {source} "
+                                    f"declares {list(fields)}")
     if cls.late_stream is not None:
         if not timed:
             raise TopologyError(f"{where}.class: {name}.late_stream without timestamp_field: only event time has "

@@ -20,6 +20,12 @@ KEYS: dict = {
     "kafka.group.id": "the consumer group offsets are committed to",
     "kafka.start": "earliest | latest | committed (then earliest): where a partition without saved state starts",
     "kafka.value.format": "utf-8 (default) | bytes | json",
+    "kafka.discover.interval.secs": "how often the spout looks for new partitions (30)",
+    "kafka.commit.interval.secs": "ATLEAST_ONCE: how often acked offsets are committed to the group (5)",
+    "kafka.max.uncommitted.per.partition": "ATLEAST_ONCE: records open in a partition before it is paused (5000)",
+    "kafka.batch.size": "records the spout reads per next_tuple call at most (500)",
+    "kafka.retry.initial.secs": "ATLEAST_ONCE: wait before a failed record is emitted again, doubled per failure (0.5)",
+    "kafka.retry.max.secs": "ATLEAST_ONCE: the longest wait before a failed record is emitted again (30)",
     # KafkaBolt
     "kafka.topic": "the topic the bolt writes",
     "kafka.key.field": "the tuple field whose value is the record key",
