@@ -354,8 +354,9 @@ class KafkaSpout(StatefulSpout):
             if self.mode == "EFFECTIVELY_ONCE":
                 self.state.put(tp, offset)  # a checkpoint before the first record saves a real offset
         self.consumer.incremental_assign([_tp(tp, offset) for tp, offset in sorted(starts.items())])
-        if self.backpressure:
-            self.consumer.pause([_tp(tp) for tp in starts])
+        # librdkafka keeps a partition's pause across unassign and assign (a rollback re-assigns what a
+        # full partition or backpressure had paused): set it afresh
+        (self.consumer.pause if self.backpressure else self.consumer.resume)([_tp(tp) for tp in starts])
         log.info("task %d reads %s", self.context.get_task_id(),
                  ", ".join(f"{t}-{p}@{o}" for (t, p), o in sorted(starts.items())))
 

@@ -238,6 +238,36 @@ def test_at_least_once_a_partition_with_too_many_open_records_is_paused_until_ac
         s.close()
 
 
+def test_a_rollback_reads_again_the_partitions_that_were_paused(kafka_bootstrap, topic_name):
+    """librdkafka keeps a partition's pause across unassign and assign: a rollback that re-assigns a
+    partition paused as full (or by backpressure) must resume it, or the task never reads again."""
+    produce(kafka_bootstrap, topic_name, 200)
+    s = spout(kafka_bootstrap, topic_name, mode="ATLEAST_ONCE", **{"kafka.max.uncommitted.per.partition": 10,
+                                                                  "kafka.batch.size": 4})
+    s.init_state(KeyValueState())
+    try:
+        quiet(s, 200)
+        assert s.full, "no partition filled up"
+        s.on_backpressure(True)
+        s.on_backpressure(False)
+        s.init_state(KeyValueState())  # a rollback to the empty state: every record again, nothing acked
+        s._collector.tuples.clear()
+        acked = 0
+
+        def ack_all():
+            nonlocal acked
+            s.next_tuple()
+            for _, tup_id in s._collector.tuples[acked:]:
+                s.ack(tup_id)
+            acked = len(s._collector.tuples)
+            return acked >= 200
+
+        wait_until(ack_all, timeout=30, interval=0, what="every record read again after the rollback")
+        assert sorted(s._collector.offsets()) == every(200)
+    finally:
+        s.close()
+
+
 def test_at_most_once_offsets_are_committed_before_the_records_are_emitted(kafka_bootstrap, topic_name):
     produce(kafka_bootstrap, topic_name, 60)
     s = spout(kafka_bootstrap, topic_name, mode="ATMOST_ONCE", group="amo")
