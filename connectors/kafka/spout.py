@@ -30,7 +30,7 @@ from squall.connectors.kafka import common
 from squall.connectors.kafka.assign import assign_partitions, task_index
 from squall.connectors.kafka.offsets import Backoff, PartitionOffsets
 from squall.connectors.kafka.records import FORMATS, decoder, key_decoder, reason
-from squall.metrics import CountMetric, Metric, MultiCountMetric
+from squall.metrics import SOURCE_PARTITIONS, CountMetric, MultiCountMetric, SourcePartitions
 from squall.stateful import KeyValueState, StatefulSpout
 from squall.stream import Stream
 
@@ -99,36 +99,6 @@ def _positive(config: Mapping[str, Any], key: str, default: float) -> float:
     return number
 
 
-class PerPartition(Metric):
-    """A figure per partition (``"<topic>-<partition>"``), as a rate per second over the bucket when
-    ``rate``: records/s, bytes/s."""
-
-    def __init__(self, rate: bool = False):
-        self.rate = rate
-        self.values: Dict[TP, float] = {}
-        self.since = time.monotonic()
-
-    def add(self, tp: TP, by: float) -> None:
-        self.values[tp] = self.values.get(tp, 0) + by
-
-    def get_value_and_reset(self) -> dict:
-        now = time.monotonic()
-        span = max(now - self.since, 1e-9) if self.rate else 1.0
-        out = {f"{t}-{p}": round(v / span, 3) for (t, p), v in sorted(self.values.items())}
-        self.values, self.since = {}, now
-        return out
-
-
-class Lag(Metric):
-    """High watermark minus position, per partition read (from the consumer's cached watermarks)."""
-
-    def __init__(self, spout: "KafkaSpout"):
-        self.spout = spout
-
-    def get_value_and_reset(self) -> dict:
-        return self.spout.lag()
-
-
 class KafkaSpout(StatefulSpout):
     """Reads ``kafka.topics`` from ``kafka.bootstrap.servers``; emits ``key, value, topic, partition, offset,
     timestamp`` (ms) on the default stream and records it cannot decode on ``errors``."""
@@ -174,9 +144,8 @@ class KafkaSpout(StatefulSpout):
         self.next_commit = now + self.settings.commit_secs
         self.error_logged: Dict[str, float] = {}
         self.assign_failures = 0
-        self.records = context.register_metric("kafka_records_per_sec", PerPartition(rate=True))
-        self.bytes = context.register_metric("kafka_bytes_per_sec", PerPartition(rate=True))
-        context.register_metric("kafka_lag", Lag(self))
+        # lag, records/s and bytes/s per partition: squall metrics, the UI and the capacity report show them
+        self.partitions = context.register_metric(SOURCE_PARTITIONS, SourcePartitions(self.lag))
         self.bad_records = context.register_metric("kafka_bad_records", CountMetric())
         self.dropped = context.register_metric("kafka_records_dropped", CountMetric())
         self.client_errors = context.register_metric("kafka_client_errors", MultiCountMetric())
@@ -232,7 +201,8 @@ class KafkaSpout(StatefulSpout):
 
     def _emit(self, messages: list) -> None:
         rows, ids, errors = [], [], []
-        positions, records, nbytes = self.positions, self.records, self.bytes
+        positions = self.positions
+        read: Dict[TP, list] = {}  # records and bytes read per partition, added to the metric once a batch
         decode, decode_key = self.decode, self.decode_key
         reliable = self.mode == "ATLEAST_ONCE"
         for m in messages:
@@ -246,8 +216,11 @@ class KafkaSpout(StatefulSpout):
                 continue  # a partition no longer read, or fetched before a seek
             positions[tp] = offset + 1
             raw, raw_key = m.value(), m.key()
-            records.add(tp, 1)
-            nbytes.add(tp, len(raw or b"") + len(raw_key or b""))
+            counts = read.get(tp)
+            if counts is None:
+                counts = read[tp] = [0, 0]
+            counts[0] += 1
+            counts[1] += len(raw or b"") + len(raw_key or b"")
             try:
                 key = None if raw_key is None else decode_key(raw_key)
             except ValueError as e:
@@ -264,6 +237,8 @@ class KafkaSpout(StatefulSpout):
             if reliable:
                 self.open[tp].emitted(offset, row)
                 ids.append((topic, partition, offset))
+        for (topic, partition), (records, nbytes) in read.items():
+            self.partitions.read(f"{topic}-{partition}", records, nbytes)
         if reliable:
             for topic, partition, offset, _ in errors:
                 self.open[(topic, partition)].skipped(offset)

@@ -10,14 +10,12 @@ import glob
 import json
 import os
 import signal
-import sys
 from collections import Counter
 
 import pyarrow.dataset as ds
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
-from e2e_harness import cluster, wait_until  # noqa: E402,F401
+from squall.testing import wait_until  # noqa: E402
 
 TOPOLOGIES = os.path.join(HERE, "topologies")
 

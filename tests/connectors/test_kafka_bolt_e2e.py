@@ -4,13 +4,11 @@ and at least once (ATLEAST_ONCE); a missing topic is refused at submit."""
 import json
 import os
 import signal
-import sys
 from collections import Counter
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
-from e2e_harness import cluster, wait_until  # noqa: E402,F401
+from squall.testing import wait_until  # noqa: E402
 
 ck = pytest.importorskip("confluent_kafka")
 from test_kafka_bolt import read_all  # noqa: E402
@@ -94,5 +92,5 @@ def test_at_least_once_a_killed_kafka_bolt_loses_no_number(cluster, kafka_bootst
 
 def test_submit_refuses_a_missing_topic_and_launches_nothing(cluster, kafka_bootstrap, topic_name):
     _, err = submit(cluster, "kafka_bolt_numbers", kafka_bootstrap, topic_name, expect=2)
-    assert f"components.sink" in err and f"Kafka topic '{topic_name}' does not exist" in err, err
+    assert "components.sink" in err and f"Kafka topic '{topic_name}' does not exist" in err, err
     assert not cluster.processes()

@@ -7,7 +7,6 @@ broker, the consumer and the offsets are real.
 """
 import json
 import os
-import sys
 import time
 
 import pytest
@@ -18,8 +17,7 @@ from squall.stateful import KeyValueState
 ck = pytest.importorskip("confluent_kafka")
 
 from squall.connectors.kafka import KafkaSpout  # noqa: E402
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
-from e2e_harness import wait_until  # noqa: E402
+from squall.testing import wait_until  # noqa: E402
 
 PARTITIONS = 4
 
@@ -364,11 +362,14 @@ def test_metrics_per_partition(kafka_bootstrap, topic_name):
     s.init_state(KeyValueState())
     try:
         run(s, 8)
-        metrics = {name: m.get_value_and_reset() for name, (m, _) in s.context.metrics.items()}
-        assert sum(metrics["kafka_records_per_sec"].values()) > 0 and metrics["kafka_bytes_per_sec"]
-        lag = metrics["kafka_lag"]
+        from squall.metrics import SOURCE_PARTITIONS
+
+        partitions = s.context.metrics[SOURCE_PARTITIONS][0].get_value_and_reset()
         emitted = {f"{topic_name}-{p}": sum(1 for q, _ in s._collector.offsets() if q == p) for p in range(PARTITIONS)}
-        assert lag and all(lag[k] == 10 - emitted[k] for k in lag)
+        assert set(partitions) == set(emitted)
+        assert sum(p["records_per_sec"] for p in partitions.values()) > 0
+        assert all(p["bytes_per_sec"] > 0 for k, p in partitions.items() if emitted[k])
+        assert all(p["lag"] == 10 - emitted[k] for k, p in partitions.items())
     finally:
         s.close()
 

@@ -9,15 +9,14 @@ import glob
 import json
 import os
 import signal
-import sys
 from collections import Counter
 
 import pytest
 
 ck = pytest.importorskip("confluent_kafka")
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
-from e2e_harness import cluster, wait_until  # noqa: E402,F401
+from squall.metrics import SOURCE_PARTITIONS  # noqa: E402
+from squall.testing import wait_until  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOPOLOGY = os.path.join(HERE, "topologies", "kafka_count.py")
@@ -132,14 +131,14 @@ def test_at_least_once_through_a_spout_sigkill_every_record_counted(cluster, kaf
 
 
 def records_read(cluster):
-    """Partitions of the spout's ``kafka_records_per_sec`` metric with records, in the metrics files' rows."""
+    """Partitions the spout reported reading records from (``__source-partitions``), in the metrics files' rows."""
     partitions = set()
     for path in glob.glob(os.path.join(cluster.run_dir("kafka_count"), "metrics", "container-*.jsonl")):
         with open(path) as f:
             for row in map(json.loads, f):
                 if row.get("component") == "kafka":
                     user = row["user"] if isinstance(row["user"], dict) else json.loads(row["user"] or "{}")
-                    partitions |= {k for k, v in user.get("kafka_records_per_sec", {}).items() if v > 0}
+                    partitions |= {k for k, v in user.get(SOURCE_PARTITIONS, {}).items() if v["records_per_sec"] > 0}
     return partitions if len(partitions) == PARTITIONS else None
 
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from e2e_harness import wait_until
+from squall.testing import wait_until  # noqa: E402
 
 ck = pytest.importorskip("confluent_kafka")
 pq = pytest.importorskip("pyarrow.parquet")

@@ -45,7 +45,5 @@ kafka = builder.add_spout("kafka", KafkaSpout, par=2, config={"kafka.start": "ea
 builder.add_bolt("count", Count, par=2, inputs={kafka: Grouping.fields("key")})
 builder.set_config({"squall.packing.algorithm": "roundrobin", "topology.workers": 2,
                     "topology.reliability.mode": "EFFECTIVELY_ONCE", "topology.state.checkpoint.interval.secs": 0.5,
-                    "topology.message.timeout.secs": 10,
-                    # set at submit (--config-property); here so that the file builds on its own
-                    "kafka.bootstrap.servers": "localhost:9092", "kafka.topics": "kafka-count", "count.out.dir": "."})
+                    "topology.message.timeout.secs": 10})
 topology = builder.build()
