@@ -366,10 +366,11 @@ def test_metrics_per_partition(kafka_bootstrap, topic_name):
 
         partitions = s.context.metrics[SOURCE_PARTITIONS][0].get_value_and_reset()
         emitted = {f"{topic_name}-{p}": sum(1 for q, _ in s._collector.offsets() if q == p) for p in range(PARTITIONS)}
-        assert set(partitions) == set(emitted)
-        assert sum(p["records_per_sec"] for p in partitions.values()) > 0
-        assert all(p["bytes_per_sec"] > 0 for k, p in partitions.items() if emitted[k])
-        assert all(p["lag"] == 10 - emitted[k] for k, p in partitions.items())
+        read = {k for k, n in emitted.items() if n}
+        assert read <= set(partitions) <= set(emitted)  # read from, or with a known high watermark
+        assert all(partitions[k]["records_per_sec"] > 0 and partitions[k]["bytes_per_sec"] > 0 for k in read)
+        lag = {k: p["lag"] for k, p in partitions.items() if p["lag"] is not None}
+        assert lag and all(lag[k] == 10 - emitted[k] for k in lag)  # high watermark 10 in each partition
     finally:
         s.close()
 

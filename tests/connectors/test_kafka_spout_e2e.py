@@ -162,5 +162,7 @@ def test_submit_is_refused_before_launch_for_a_broker_that_does_not_answer(clust
 
 def test_a_bad_kafka_key_is_refused_at_submit(cluster, tmp_path):
     _, err = cluster.squall("submit", TOPOLOGY, "--config-property", "kafka.start=newest",
+                            "--config-property", "kafka.bootstrap.servers=127.0.0.1:1",
+                            "--config-property", "kafka.topics=t",
                             "--config-property", f"count.out.dir={tmp_path}", expect=2)
     assert "components.kafka" in err and "kafka.start is 'newest'" in err
