@@ -60,7 +60,7 @@ def client_config(config: Mapping[str, Any], role: str) -> dict:
     return out
 
 
-def check_cluster(config: Mapping[str, Any], topics: Iterable[str], timeout: float = 10.0) -> None:
+def check_cluster(config: Mapping[str, Any], topics: Iterable[str], timeout: float = 5.0) -> None:
     """The brokers answer and every topic exists (a consumer that does not auto-create topics asks).
     ``OSError`` for brokers that do not answer, ``ValueError`` for a missing topic: one line each."""
     from confluent_kafka import Consumer, KafkaException
