@@ -50,6 +50,13 @@ class UserErrors:
             "traceback": "".join(frames)[-TEXT_LIMIT:],
         })
 
+    def problem(self, where: str, error: str) -> None:
+        """A component's own report of a problem it handled (``Component.report_error``: a broker that
+        does not answer), kept as an error without a traceback."""
+        self.count += 1
+        if len(self.kept) < PER_BUCKET:
+            self.kept.append({"time": time.time(), "where": where, "error": error[:TEXT_LIMIT], "traceback": ""})
+
     def report(self, user: dict) -> None:
         """Add the bucket's errors to a metrics row's ``user`` dict, and start a new bucket."""
         if self.count:

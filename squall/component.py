@@ -150,6 +150,9 @@ class Collector(Protocol):
     def fail(self, tup: Tuple) -> None:
         ...
 
+    def report_error(self, where: str, error: str) -> None:
+        ...
+
 
 class _Unattached:
     def __getattr__(self, name: str) -> Any:
@@ -224,6 +227,12 @@ class Component:
 
     def close(self) -> None:
         """Called when the task shuts down cleanly."""
+
+    def report_error(self, error: str, where: str = "") -> None:
+        """Report a problem this component handled and goes on from (a broker that does not answer, a
+        record it could not read): shown as its task's error by ``squall show``, the UI and the metrics,
+        as an exception raised in its code would be, without stopping anything."""
+        self._collector.report_error(where or type(self).__name__, error)
 
     @classmethod
     def check_config(cls, config: Mapping[str, Any]) -> None:

@@ -408,10 +408,13 @@ class KafkaSpout(StatefulSpout):
         self._log_once(name, "Kafka client error: %s", error)
 
     def _log_once(self, kind: str, message: str, *args: Any) -> None:
+        """Log a problem, and report it as the task's error (``squall show``, the UI), once per kind in
+        ``ERROR_LOG_SECS``."""
         now = time.monotonic()
         if now >= self.error_logged.get(kind, 0.0):
             self.error_logged[kind] = now + ERROR_LOG_SECS
             log.warning(message, *args)
+            self.report_error(message % args, where="Kafka client")
 
     def lag(self) -> dict:
         """``"<topic>-<partition>"`` -> high watermark minus position, where the watermark is known."""

@@ -411,6 +411,10 @@ class InstanceState:
         for t in targets:
             self._append(self._batch(t), stream, values)
 
+    def report_error(self, where: str, error: str) -> None:
+        """The component's own report of a problem it handled: shown as its task's error."""
+        self.errors.problem(where, error)
+
     def ack(self, tup: Any) -> None:
         """A bolt acks ``tup``: at most once, only counted."""
         self.ack_count += 1

@@ -28,10 +28,14 @@ class Capture:
     def __init__(self):
         self.tuples = []
         self.errors = []
+        self.problems = []  # report_error: shown as the task's errors by squall show and the UI
 
     def emit(self, values, stream, tup_id, anchors, direct_task):
         (self.errors if stream == "errors" else self.tuples).append((list(values), tup_id))
         return ()
+
+    def report_error(self, where, error):
+        self.problems.append((where, error))
 
     def offsets(self):
         return [(v[3], v[4]) for v, _ in self.tuples]
@@ -397,7 +401,7 @@ def test_partitions_that_appear_later_are_found_and_read_from_their_earliest_off
 
 
 @pytest.mark.skipif(bool(os.environ.get("SQUALL_TEST_KAFKA")), reason="stops a broker: the mock cluster's own")
-def test_a_broker_that_goes_away_is_counted_in_a_metric_and_never_raises(topic_name):
+def test_a_broker_that_goes_away_is_counted_reported_and_never_raises(topic_name):
     from squall.testing.kafka import MockKafkaCluster
 
     with MockKafkaCluster(brokers=1) as bootstrap:
@@ -408,6 +412,8 @@ def test_a_broker_that_goes_away_is_counted_in_a_metric_and_never_raises(topic_n
     try:  # the cluster is gone
         wait_until(lambda: s.next_tuple() or s.client_errors.values, timeout=30, interval=0.01,
                    what="the client's errors counted")
+        assert s._collector.problems and all(where == "Kafka client" for where, _ in s._collector.problems)
+        assert any("Kafka client error" in error for _, error in s._collector.problems)
         s.next_discover = 0  # a look for partitions fails too, and is retried later
         s.next_tuple()
         s.pre_save(1)

@@ -3,6 +3,7 @@ import os
 
 import msgpack
 
+from squall import Bolt, Spout
 from squall.idl import schema
 from squall.loader import load_topology_file
 from squall.runtime.instance import make_instance
@@ -26,7 +27,7 @@ def plan_frame(*busy_tasks, **kw):
     return control_frame(physical_plan=plan(*busy_tasks, **kw))
 
 
-class Recorder:
+class Recorder(Bolt):
     def __init__(self):
         self.seen, self.ticks = [], 0
 
@@ -40,7 +41,7 @@ class Recorder:
         self.ticks += 1
 
 
-class Counter:
+class Counter(Spout):
     def __init__(self):
         self.n = 0
 
@@ -177,3 +178,17 @@ def _config():
     from squall.logical import topology_config
 
     return dict(topology_config(TOPOLOGY))
+
+
+def test_a_problem_a_component_reports_is_its_tasks_error_in_the_next_metrics_row():
+    """``Component.report_error``: a problem handled (a broker gone) shows as the task's error, as an
+    exception raised in its code would, and nothing stops."""
+    rec = Recorder()
+    inst = make_instance(TOPOLOGY, "sink", 9, 1, None, component_obj=rec)
+    rec.report_error("brokers 127.0.0.1:1 do not answer", where="Kafka client")
+    rec.report_error("still nothing")
+    user: dict = {}
+    inst.errors.report(user)
+    assert user["__error-count"] == 2
+    assert [(e["where"], e["error"], e["traceback"]) for e in user["__errors"]] == [
+        ("Kafka client", "brokers 127.0.0.1:1 do not answer", ""), (type(rec).__name__, "still nothing", "")]
