@@ -45,7 +45,7 @@ class OpenPart:
 
 
 class FileSink(StatefulBolt):
-    """Writes every tuple it gets as a row of a part file under ``files.path`` (docs/connectors-files.md)."""
+    """Writes every tuple it gets as a row of a part file under ``files.path`` (docs/connectors.md)."""
 
     outputs = ()
     auto_ack = False  # ATLEAST_ONCE: acked once the part holding the tuple is committed

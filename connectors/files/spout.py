@@ -40,7 +40,7 @@ ERRORS = "errors"
 
 
 class FileSpout(StatefulSpout):
-    """Emits the records of the files under ``files.path`` (docs/connectors-files.md)."""
+    """Emits the records of the files under ``files.path`` (docs/connectors.md)."""
 
     rescalable = True
     #: field names to emit from each record instead of ``record`` (None: the record whole)
