@@ -29,6 +29,7 @@ class Feed(threading.Thread):
     def __init__(self, bootstrap: str, topic: str):
         super().__init__(daemon=True)
         self.producer = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+        self.producer.list_topics(topic, timeout=10)  # the mock cluster creates it (submit checks it exists)
         self.topic = topic
         self.sent = 0
         self.error = None
