@@ -1,9 +1,10 @@
 """The connectors against their clients alone, measured in one invocation.
 
-    .venv/bin/python bench/connectors.py [--records 300000] [--rows 2000000] [--rounds 2]   # about 3 minutes
+    .venv/bin/python bench/connectors.py [--records 200000] [--rows 5000000] [--rounds 2]   # about 4 minutes
 
 Kafka: a mock cluster (librdkafka's, in a helper process, as the tests use) holds ``--records`` records
-(a 12-byte key and a 64-byte value, 4 partitions), written before anything is timed.
+(a 10-byte key and a 64-byte value, 4 partitions), written before anything is timed (the mock keeps
+about 60,000 records a partition: more are deleted from the start).
 
 - baseline: a bare confluent-kafka consumer loop in this process: assign every partition from the
   beginning, ``consume(1000)``, decode each value as UTF-8 and build the list the spout emits
@@ -16,11 +17,13 @@ Files: ``--rows`` rows of four columns (int, string, float, float).
 - baseline: pyarrow alone writing the same rows as Parquet files of 100,000 rows (columns built from
   the row lists, as a sink gets them);
 - squall: bench/topologies/rows_files.py (a spout of prebuilt rows -> FileSink par 1, Parquet, a part
-  committed every 0.5 s) at ATMOST_ONCE; and rows_tally.py, the same spout into a bolt that only counts:
-  what the pipeline carries without the sink, its ceiling.
+  committed every 0.5 s) at ATMOST_ONCE; and rows_tally.py, the same spout into a bolt that only counts,
+  in a process of its own as the sink is (not chained): what the pipeline carries without the sink, its
+  ceiling.
 
-Every rate is taken between 10 % and 90 % of the total (records counted by the bolt, rows in committed
-Parquet files), so start-up and the tail do not count; each round runs the baseline again, and the
+Every rate is taken between 10 % and 90 % of the total (the counting bolt notes when it passes each mark;
+rows in committed Parquet files are polled, their commits 0.5 s apart), so start-up and the tail do not
+count; each round runs the baseline again, and the
 ratios are to the round's own baseline (this machine's figures drift from minute to minute).
 """
 from __future__ import annotations
@@ -47,19 +50,22 @@ TOPIC = "bench"
 
 
 # ------------------------------------------------------------------ measuring a count that grows
-def crossing_rate(count: Callable[[], int], total: int, timeout: float = 300.0) -> float:
-    """Units per second between ``count()`` passing 10 % and 90 % of ``total`` (polled every 20 ms)."""
+def crossing_rate(progress: Callable[[], tuple], total: int, timeout: float = 300.0) -> float:
+    """Units per second between the first reports past 10 % and past 90 % of ``total``; ``progress()`` is
+    (count, the time it was counted at), polled every 20 ms."""
     low, high = total // 10, total * 9 // 10
-    t_low: Optional[float] = None
+    first: Optional[tuple] = None
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        n, now = count(), time.monotonic()
-        if t_low is None and n >= low:
-            t_low, n_low = now, n
-        if t_low is not None and n >= high:
-            return (n - n_low) / max(now - t_low, 1e-9)
+        n, at = progress()
+        if first is None and n >= low:
+            first = (n, at)
+        if first is not None and n >= high:
+            if at <= first[1] or n == first[0]:
+                raise RuntimeError(f"{total:,} went by between two reports: give a larger total")
+            return (n - first[0]) / (at - first[1])
         time.sleep(0.02)
-    raise TimeoutError(f"only {count()} of {total} within {timeout:.0f} s")
+    raise TimeoutError(f"only {progress()[0]} of {total} within {timeout:.0f} s")
 
 
 # ------------------------------------------------------------------ Kafka
@@ -128,15 +134,22 @@ class LocalRun:
         return subprocess.run([sys.executable, "-m", "squall.cli", *args], env=self.env, check=True,
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
 
-    def tallied(self) -> int:
-        total = 0
-        for path in glob.glob(os.path.join(self.out, "tally-*.json")):
+    def tallied_rate(self, timeout: float = 300.0) -> float:
+        """Units per second the counting bolt saw between its 10 % and 90 % marks (it notes when it
+        passes each, to the tuple)."""
+        path = os.path.join(self.out, "tally.json")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
             try:
                 with open(path) as f:
-                    total += json.load(f)["count"]
+                    marks = sorted(json.load(f).values())
             except (OSError, ValueError):
-                pass
-        return total
+                marks = []
+            if len(marks) == 2:
+                (n10, t10), (n90, t90) = marks
+                return (n90 - n10) / (t90 - t10)
+            time.sleep(0.05)
+        raise TimeoutError(f"the counting bolt did not pass 90 % within {timeout:.0f} s")
 
     def close(self) -> None:
         try:
@@ -147,15 +160,17 @@ class LocalRun:
 
 def squall_kafka(bootstrap: str, records: int, mode: str) -> float:
     run = LocalRun("kafka_tally.py", f"kafka.bootstrap.servers={bootstrap}", f"kafka.topics={TOPIC}",
-                   f"kafka.group.id=bench-{time.time()}", f"topology.reliability.mode={mode}")
+                   f"kafka.group.id=bench-{time.time()}", f"topology.reliability.mode={mode}",
+                   f"bench.total={records}")
     try:
-        return crossing_rate(run.tallied, records)
+        return run.tallied_rate()
     finally:
         run.close()
 
 
 # ------------------------------------------------------------------ files
-def committed_rows(out: str) -> int:
+def committed_rows(out: str) -> tuple:
+    """(rows in committed Parquet parts, now)."""
     import pyarrow.parquet as pq
 
     total = 0
@@ -167,7 +182,7 @@ def committed_rows(out: str) -> int:
                     total += pq.ParquetFile(os.path.join(folder, name)).metadata.num_rows
                 except OSError:
                     pass
-    return total
+    return total, time.time()
 
 
 def pyarrow_alone(rows: int, per_file: int = 100_000) -> float:
@@ -201,9 +216,9 @@ def squall_files(rows: int) -> float:
 
 
 def squall_rows(rows: int) -> float:
-    run = LocalRun("rows_tally.py", f"bench.rows={rows}")
+    run = LocalRun("rows_tally.py", f"bench.rows={rows}", f"bench.total={rows}")
     try:
-        return crossing_rate(run.tallied, rows)
+        return run.tallied_rate()
     finally:
         run.close()
 
@@ -211,8 +226,8 @@ def squall_rows(rows: int) -> float:
 # ------------------------------------------------------------------ main
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=300_000)
-    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     from squall.testing.kafka import MockKafkaCluster

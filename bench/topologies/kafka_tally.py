@@ -6,6 +6,6 @@ from bench_components import Tally
 
 builder = TopologyBuilder("kafka_tally")
 kafka = builder.add_spout("kafka", KafkaSpout, par=1, config={"kafka.start": "earliest"})
-builder.add_bolt("tally", Tally, par=1, inputs=[kafka], config={"topology.tick.tuple.freq.secs": 0.1})
+builder.add_bolt("tally", Tally, par=1, inputs=[kafka])
 builder.set_config({"topology.workers": 1})
 topology = builder.build()

@@ -5,6 +5,6 @@ from bench_components import Rows, Tally
 
 builder = TopologyBuilder("rows_tally")
 rows = builder.add_spout("rows", Rows, par=1)
-builder.add_bolt("tally", Tally, par=1, inputs=[rows], config={"topology.tick.tuple.freq.secs": 0.1})
-builder.set_config({"topology.workers": 1})
+builder.add_bolt("tally", Tally, par=1, inputs=[rows])
+builder.set_config({"topology.workers": 1, "squall.chaining": "off"})
 topology = builder.build()

@@ -77,6 +77,15 @@ def records_read(out):
     return len(set(zip(table.column("partition").to_pylist(), table.column("offset").to_pylist())))
 
 
+def caught_up(cluster):
+    """The source partitions ``squall metrics --json`` shows, once each is read to its end (lag 0)."""
+    import json
+
+    sources = json.loads(cluster.squall("metrics", "kafka_to_parquet", "--json")[0]).get("sources", [])
+    latest = {p["partition"]: p for p in sources}  # after a rescale, one entry per task that read it
+    return list(latest.values()) if len(latest) == 4 and all(p["lag"] == 0 for p in sources) else None
+
+
 def process(cluster, prefix, container=None):
     import json
 
@@ -119,6 +128,9 @@ def test_faults_and_a_rescale_leave_exactly_one_row_per_record(cluster, kafka_bo
     assert feed.error is None and feed.sent == RECORDS, (feed.error, feed.sent)
     wait_until(lambda: records_read(out) >= RECORDS, timeout=120, interval=1,
                what=f"all {RECORDS} records committed (so far {records_read(out)})")
+    # every partition read to its end: squall metrics shows each with its lag (the UI and the report too)
+    sources = wait_until(lambda: caught_up(cluster), timeout=30, what="every partition's lag at 0")
+    assert sorted(p["partition"] for p in sources) == [f"{topic_name}-{p}" for p in range(4)]
     cluster.squall("kill", "kafka_to_parquet")
 
     rows = spark.read.parquet(out)
