@@ -4,6 +4,8 @@
 - ``complete_topology(topology, mocked={spout: [values, ...]})``: run it with mocked spouts until every
   tuple is processed and get what each component emitted (``.tuples(component, stream)``);
 - ``wait_until(predicate, timeout, what)``: wait on a condition with a deadline;
+- ``squall.testing.sinks``: ``CommittedCounts``, a two-phase counting sink for effectively-once tests, and
+  ``committed_counts`` to read what it committed;
 - ``squall.testing.kafka.MockKafkaCluster``: a Kafka-protocol broker for tests;
 - a pytest plugin (``squall.testing.plugin``, loaded when Squall is installed): the fixtures
   ``squall_cluster``, ``squall_zookeeper`` and ``squall_zk_cluster``.

@@ -6,7 +6,6 @@
 2. A stateful spout of N numbered records into a FileSink (Parquet, partitioned): a sink task is
    SIGKILLed mid-run; pyarrow (as Spark, skipping hidden files) must read every n exactly once.
 """
-import glob
 import json
 import os
 import signal
@@ -16,6 +15,7 @@ import pyarrow.dataset as ds
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 from squall.testing import wait_until  # noqa: E402
+from squall.testing.sinks import committed_counts  # noqa: E402
 
 TOPOLOGIES = os.path.join(HERE, "topologies")
 
@@ -51,18 +51,7 @@ def write_file(folder, name, lines):
 
 def committed(out):
     """Counts per file of the newest checkpoint every count task has committed."""
-    files = []
-    for path in glob.glob(os.path.join(out, "count-*.json")):
-        with open(path) as f:
-            files.append(json.load(f))
-    if not files:
-        return Counter()
-    newest = max(f["checkpoint"] for f in files)
-    total = Counter()
-    for f in files:
-        if f["checkpoint"] == newest:
-            total.update(f["counts"])
-    return total
+    return committed_counts(out)[1]
 
 
 def test_file_spout_sigkilled_mid_file_counts_every_line_once(cluster, tmp_path):
@@ -75,7 +64,7 @@ def test_file_spout_sigkilled_mid_file_counts_every_line_once(cluster, tmp_path)
         write_file(src, f"a{i}.txt", want[f"a{i}.txt"])
     with open(os.path.join(src, ".b0.txt.inprogress"), "w") as f:
         f.write("a file being written: never read\n")
-    submit(cluster, "files_count", f"files.path={src}", f"files_test.out.dir={out}")
+    submit(cluster, "files_count", f"files.path={src}", f"testing.out.dir={out}")
     wait_until(lambda: sum(committed(out).values()) > 2000, timeout=60, what="2000 lines committed before the kill")
 
     os.kill(instance_pid(cluster, "files_count", "lines"), signal.SIGKILL)
@@ -144,7 +133,7 @@ def test_rescaling_the_file_spout_2_to_3_mid_run_counts_every_line_once(cluster,
     want = Counter({f"c{i}.txt": 1500 + 11 * i for i in range(6)})
     for name, lines in want.items():
         write_file(src, name, lines)
-    submit(cluster, "files_count", f"files.path={src}", f"files_test.out.dir={out}")
+    submit(cluster, "files_count", f"files.path={src}", f"testing.out.dir={out}")
     wait_until(lambda: sum(committed(out).values()) > 1500, timeout=60, what="1500 lines committed before the update")
     cluster.squall("update", "files_count", "--component-parallelism", "lines=3")
     assert len(component_tasks(cluster, "files_count", "lines")) == 3
@@ -208,7 +197,7 @@ def test_at_least_once_file_to_file_with_the_sink_sigkilled_loses_no_record(clus
 def test_submit_refuses_a_missing_spout_directory_and_an_unwritable_sink_path(cluster, tmp_path):
     missing = tmp_path / "missing"
     _, err = cluster.squall("submit", os.path.join(TOPOLOGIES, "files_count.py"), "--config-property",
-                            f"files.path={missing}", "--config-property", f"files_test.out.dir={tmp_path}", expect=2)
+                            f"files.path={missing}", "--config-property", f"testing.out.dir={tmp_path}", expect=2)
     assert "components.lines" in err and f"files.path {missing}: no such directory" in err
     blocker = tmp_path / "a-file"
     blocker.write_text("")

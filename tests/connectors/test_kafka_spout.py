@@ -63,6 +63,21 @@ def run(s, want, what="records"):
                what=f"{want} {what} (got {len(s._collector.tuples)})")
 
 
+def read_acking(s, want, what):
+    """next_tuple, acking each tuple as it comes, until ``want`` tuples have been emitted in all."""
+    acked = 0
+
+    def ack_all():
+        nonlocal acked
+        s.next_tuple()
+        for _, tup_id in s._collector.tuples[acked:]:
+            s.ack(tup_id)
+        acked = len(s._collector.tuples)
+        return acked >= want
+
+    wait_until(ack_all, timeout=30, interval=0, what=what)
+
+
 def quiet(s, calls=50):
     """next_tuple a while, for records that should not come."""
     for _ in range(calls):
@@ -224,17 +239,7 @@ def test_at_least_once_a_partition_with_too_many_open_records_is_paused_until_ac
         quiet(s, 400)
         open_per_partition = {p: len(part) for (_, p), part in s.open.items()}
         assert all(10 <= n < 20 for n in open_per_partition.values()), open_per_partition
-        acked = 0
-
-        def ack_all():
-            nonlocal acked
-            s.next_tuple()
-            for _, tup_id in s._collector.tuples[acked:]:
-                s.ack(tup_id)
-            acked = len(s._collector.tuples)
-            return acked >= 400
-
-        wait_until(ack_all, timeout=30, interval=0, what="the rest, read as acks free the partitions")
+        read_acking(s, 400, "the rest, read as acks free the partitions")
         assert sorted(s._collector.offsets()) == every(400)
     finally:
         s.close()
@@ -254,17 +259,7 @@ def test_a_rollback_reads_again_the_partitions_that_were_paused(kafka_bootstrap,
         s.on_backpressure(False)
         s.init_state(KeyValueState())  # a rollback to the empty state: every record again, nothing acked
         s._collector.tuples.clear()
-        acked = 0
-
-        def ack_all():
-            nonlocal acked
-            s.next_tuple()
-            for _, tup_id in s._collector.tuples[acked:]:
-                s.ack(tup_id)
-            acked = len(s._collector.tuples)
-            return acked >= 200
-
-        wait_until(ack_all, timeout=30, interval=0, what="every record read again after the rollback")
+        read_acking(s, 200, "every record read again after the rollback")
         assert sorted(s._collector.offsets()) == every(200)
     finally:
         s.close()

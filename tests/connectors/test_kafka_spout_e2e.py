@@ -1,22 +1,21 @@
-"""The KafkaSpout on a real local cluster: exactly once through a SIGKILL and rescales (2 -> 3 -> 2), at least once
-through a SIGKILL, and a submit refused before launch when the broker or the topic is not there.
+"""The KafkaSpout on a real local cluster: exactly once through a SIGKILL and rescales (2 -> 3 -> 2), and a submit
+refused before launch when the broker or the topic is not there (at least once through SIGKILLs, and the
+metrics: tests/connectors/test_kafka_to_parquet.py).
 
 tests/connectors/topologies/kafka_count.py: KafkaSpout (par 2) -> a two-phase counting sink whose
 committed output is ``"<partition>:<offset>" -> times counted`` as of the newest complete checkpoint.
 Records are produced while it runs, so the kills and the rescale happen mid-stream.
 """
-import glob
 import json
 import os
 import signal
-from collections import Counter
 
 import pytest
 
 ck = pytest.importorskip("confluent_kafka")
 
-from squall.metrics import SOURCE_PARTITIONS  # noqa: E402
 from squall.testing import wait_until  # noqa: E402
+from squall.testing.sinks import committed_counts  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOPOLOGY = os.path.join(HERE, "topologies", "kafka_count.py")
@@ -35,18 +34,7 @@ def produce(bootstrap, topic, start, stop):
 
 def committed(out):
     """(checkpoint, counts) of the newest checkpoint every count task has committed."""
-    files = []
-    for path in glob.glob(os.path.join(out, "count-*.json")):
-        with open(path) as f:
-            files.append(json.load(f))
-    if not files:
-        return 0, Counter()
-    newest = max(f["checkpoint"] for f in files)
-    total = Counter()
-    for f in files:
-        if f["checkpoint"] == newest:
-            total.update(f["counts"])
-    return newest, total
+    return committed_counts(out)
 
 
 def seen(out):
@@ -66,15 +54,10 @@ def spout_tasks(cluster):
 
 def submit(cluster, bootstrap, topic, out, *props):
     args = ["submit", TOPOLOGY, "--config-property", f"kafka.bootstrap.servers={bootstrap}",
-            "--config-property", f"kafka.topics={topic}", "--config-property", f"count.out.dir={out}"]
+            "--config-property", f"kafka.topics={topic}", "--config-property", f"testing.out.dir={out}"]
     for p in props:
         args += ["--config-property", p]
     cluster.squall(*args)
-
-
-def acked(cluster):
-    metrics = json.loads(cluster.squall("metrics", "kafka_count", "--json")[0])
-    return metrics["components"].get("kafka", {}).get("acked", 0)
 
 
 def every():
@@ -110,52 +93,20 @@ def test_effectively_once_through_a_spout_sigkill_and_rescales_every_record_coun
     assert not twice, f"checkpoint {checkpoint}: records counted other than once: {dict(list(twice.items())[:10])}"
 
 
-def test_at_least_once_through_a_spout_sigkill_every_record_counted(cluster, kafka_bootstrap, topic_name, tmp_path):
-    out = str(tmp_path / "out")
-    os.mkdir(out)
-    produce(kafka_bootstrap, topic_name, 0, 6000)
-    submit(cluster, kafka_bootstrap, topic_name, out, "topology.reliability.mode=ATLEAST_ONCE",
-           "topology.builtin.metrics.bucket.size.secs=0.5")
-    done = progress(out, 2000, "before the kill")
-    wait_until(lambda: acked(cluster) > 0, timeout=30, what="the spout's trees acked (it runs at ATLEAST_ONCE)")
-    os.kill(spout_tasks(cluster)[1]["pid"], signal.SIGKILL)
-    produce(kafka_bootstrap, topic_name, 6000, RECORDS)
-    progress(out, done, "after a KafkaSpout task's SIGKILL")
-    wait_until(lambda: seen(out) >= RECORDS, timeout=90, interval=0.5,
-               what=f"all {RECORDS} records committed (so far {seen(out)})")
-    checkpoint, counts = committed(out)
-    read = wait_until(lambda: records_read(cluster), timeout=30, what="the spout's metrics in the metrics files")
-    cluster.squall("kill", "kafka_count")
-    assert set(counts) == every() and all(n >= 1 for n in counts.values())
-    assert set(read) == {f"{topic_name}-{p}" for p in range(PARTITIONS)}
-
-
-def records_read(cluster):
-    """Partitions the spout reported reading records from (``__source-partitions``), in the metrics files' rows."""
-    partitions = set()
-    for path in glob.glob(os.path.join(cluster.run_dir("kafka_count"), "metrics", "container-*.jsonl")):
-        with open(path) as f:
-            for row in map(json.loads, f):
-                if row.get("component") == "kafka":
-                    user = row["user"] if isinstance(row["user"], dict) else json.loads(row["user"] or "{}")
-                    partitions |= {k for k, v in user.get(SOURCE_PARTITIONS, {}).items() if v["records_per_sec"] > 0}
-    return partitions if len(partitions) == PARTITIONS else None
-
-
 @pytest.mark.parametrize("dry_run", [False, True])
 def test_submit_is_refused_before_launch_for_a_missing_topic(cluster, kafka_bootstrap, tmp_path, dry_run):
     args = ["submit", TOPOLOGY, "--config-property", f"kafka.bootstrap.servers={kafka_bootstrap}",
-            "--config-property", "kafka.topics=no-such-topic", "--config-property", f"count.out.dir={tmp_path}"]
+            "--config-property", "kafka.topics=no-such-topic", "--config-property", f"testing.out.dir={tmp_path}"]
     _, err = cluster.squall(*args, *(["--dry-run"] if dry_run else []), expect=2)
     assert "components.kafka" in err and "Kafka topic 'no-such-topic' does not exist" in err
     assert not cluster.processes()
 
 
-@pytest.mark.parametrize("dry_run", [False, True])
-def test_submit_is_refused_before_launch_for_a_broker_that_does_not_answer(cluster, tmp_path, dry_run):
+def test_submit_is_refused_before_launch_for_a_broker_that_does_not_answer(cluster, tmp_path):
+    """(``--dry-run``: the same preflight as a submit, which the missing topic's test runs both ways.)"""
     args = ["submit", TOPOLOGY, "--config-property", "kafka.bootstrap.servers=127.0.0.1:1",
-            "--config-property", "kafka.topics=t", "--config-property", f"count.out.dir={tmp_path}"]
-    _, err = cluster.squall(*args, *(["--dry-run"] if dry_run else []), expect=2)
+            "--config-property", "kafka.topics=t", "--config-property", f"testing.out.dir={tmp_path}"]
+    _, err = cluster.squall(*args, "--dry-run", expect=2)
     assert "kafka.bootstrap.servers 127.0.0.1:1: no broker answered" in err
     assert not cluster.processes()
 
@@ -164,5 +115,5 @@ def test_a_bad_kafka_key_is_refused_at_submit(cluster, tmp_path):
     _, err = cluster.squall("submit", TOPOLOGY, "--config-property", "kafka.start=newest",
                             "--config-property", "kafka.bootstrap.servers=127.0.0.1:1",
                             "--config-property", "kafka.topics=t",
-                            "--config-property", f"count.out.dir={tmp_path}", expect=2)
+                            "--config-property", f"testing.out.dir={tmp_path}", expect=2)
     assert "components.kafka" in err and "kafka.start is 'newest'" in err

@@ -20,7 +20,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOPOLOGY = os.path.join(HERE, "topologies", "kafka_to_parquet.py")
 RECORDS = 100_000
-RATE = 5000  # records/s the producer writes: 20 s of arrivals, long enough for four faults
+RATE = 8000  # records/s the producer writes: 12.5 s of arrivals, processed behind them through four faults
 
 
 class Feed(threading.Thread):
@@ -86,6 +86,22 @@ def caught_up(cluster):
     return list(latest.values()) if len(latest) == 4 and all(p["lag"] == 0 for p in sources) else None
 
 
+def reported(run_dir):
+    """Partitions the spout's tasks reported reading from (``__source-partitions``) in the metrics files."""
+    import glob
+    import json
+
+    from squall.metrics import SOURCE_PARTITIONS
+
+    partitions = set()
+    for path in glob.glob(os.path.join(run_dir, "metrics", "container-*.jsonl")):
+        with open(path) as f:
+            for row in map(json.loads, f):
+                user = row["user"] if isinstance(row["user"], dict) else json.loads(row["user"] or "{}")
+                partitions |= {k for k, v in user.get(SOURCE_PARTITIONS, {}).items() if v["records_per_sec"] > 0}
+    return partitions
+
+
 def process(cluster, prefix, container=None):
     import json
 
@@ -131,6 +147,7 @@ def test_faults_and_a_rescale_leave_exactly_one_row_per_record(cluster, kafka_bo
     # every partition read to its end: squall metrics shows each with its lag (the UI and the report too)
     sources = wait_until(lambda: caught_up(cluster), timeout=30, what="every partition's lag at 0")
     assert sorted(p["partition"] for p in sources) == [f"{topic_name}-{p}" for p in range(4)]
+    assert reported(cluster.run_dir("kafka_to_parquet")) == {p["partition"] for p in sources}  # the reports' input
     cluster.squall("kill", "kafka_to_parquet")
 
     rows = spark.read.parquet(out)

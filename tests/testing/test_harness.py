@@ -40,7 +40,8 @@ def test_wait_until_returns_the_value_or_names_what_it_waited_for():
 def test_a_local_cluster_runs_a_topology_until_killed_and_leaves_nothing(tmp_path):
     home = tmp_path / "home"
     with LocalCluster(home=str(home)) as cluster:
-        name = cluster.submit(word_count(split_par=1, count_par=1), config={"topology.workers": 1})
+        name = cluster.submit(word_count(split_par=1, count_par=1),
+                              config={"topology.workers": 1, "topology.builtin.metrics.bucket.size.secs": 1})
         assert cluster.show(name)["status"] == "RUNNING"
         wait_until(lambda: cluster.metrics(name)["components"].get("count", {}).get("executed"), timeout=60,
                    what="the count bolt to execute tuples")

@@ -3,15 +3,14 @@
 lines (a FileSpout over ``files.path``, text, par 2, paced at ``files_test.rate`` lines/s per task so a
 kill lands mid-file) -> count (a StatefulBolt, fields on ``file``, par 2). The count is a two-phase sink:
 at ``post_save`` (the checkpoint is complete) it writes the counts it held at ``pre_save`` to
-``count-<task>.json`` in ``files_test.out.dir`` with the checkpoint id, so only output of complete
+``count-<task>.json`` in ``testing.out.dir`` (``squall.testing.sinks``) with the checkpoint id, so only output of complete
 checkpoints is ever seen.
 """
-import json
-import os
 import time
 
-from squall import Grouping, StatefulBolt, TopologyBuilder
+from squall import Grouping, TopologyBuilder
 from squall.connectors.files import FileSpout
+from squall.testing.sinks import CommittedCounts
 
 
 class PacedLines(FileSpout):
@@ -26,31 +25,9 @@ class PacedLines(FileSpout):
             super().next_tuple()
 
 
-class CountLines(StatefulBolt):
-    def initialize(self, config, context):
-        self.out = os.path.join(config["files_test.out.dir"], f"count-{context.get_task_id()}.json")
-
-    def init_state(self, state):
-        self.state = state
-        self.pending = {}
-
-    def process(self, tup):
-        name = tup["file"]
-        self.state.put(name, self.state.get(name, 0) + 1)
-
-    def pre_save(self, checkpoint_id):
-        self.pending[checkpoint_id] = dict(self.state.items())
-
-    def post_save(self, checkpoint_id):
-        counts = self.pending.pop(checkpoint_id, None)
-        for older in [c for c in self.pending if c < checkpoint_id]:
-            del self.pending[older]
-        if counts is None:
-            return
-        tmp = f"{self.out}.tmp"
-        with open(tmp, "w") as f:
-            json.dump({"checkpoint": checkpoint_id, "counts": counts}, f)
-        os.replace(tmp, self.out)
+class CountLines(CommittedCounts):
+    def key(self, tup):
+        return tup["file"]
 
 
 builder = TopologyBuilder("files_count")

@@ -2,42 +2,20 @@
 
 kafka (a ``KafkaSpout`` on ``kafka.topics``) -> count (a ``StatefulBolt``, fields on the record key, par
 2): its state is ``"<partition>:<offset>" -> times seen``; at ``pre_save`` it keeps a copy for the
-checkpoint and at ``post_save`` writes it to ``count-<task>.json`` in ``count.out.dir`` with the
-checkpoint's id, so only output of complete checkpoints is seen. The test submits it with
-``--config-property`` for the broker, the topic, the output folder and (for at least once) the mode.
+checkpoint and at ``post_save`` writes it to ``count-<task>.json`` in ``testing.out.dir`` with the
+checkpoint's id, so only output of complete checkpoints is seen (``squall.testing.sinks``). The test
+submits it with ``--config-property`` for the broker, the topic, the output folder (``testing.out.dir``) and (for at least once) the mode.
 """
-import json
-import os
-
-from squall import Grouping, StatefulBolt, TopologyBuilder
+from squall import Grouping, TopologyBuilder
 from squall.connectors.kafka import KafkaSpout
+from squall.testing.sinks import CommittedCounts
 
 
-class Count(StatefulBolt):
-    def initialize(self, config, context):
-        self.out = os.path.join(config["count.out.dir"], f"count-{context.get_task_id()}.json")
+class Count(CommittedCounts):
+    """Counts each record once per (partition, offset): a record counted twice or lost shows."""
 
-    def init_state(self, state):
-        self.state = state
-        self.pending = {}
-
-    def process(self, tup):
-        seen = f"{tup['partition']}:{tup['offset']}"
-        self.state.put(seen, self.state.get(seen, 0) + 1)
-
-    def pre_save(self, checkpoint_id):
-        self.pending[checkpoint_id] = dict(self.state.items())
-
-    def post_save(self, checkpoint_id):
-        counts = self.pending.pop(checkpoint_id, None)
-        for older in [c for c in self.pending if c < checkpoint_id]:
-            del self.pending[older]
-        if counts is None:
-            return
-        tmp = f"{self.out}.tmp"
-        with open(tmp, "w") as f:
-            json.dump({"checkpoint": checkpoint_id, "counts": counts}, f)
-        os.replace(tmp, self.out)
+    def key(self, tup):
+        return f"{tup['partition']}:{tup['offset']}"
 
 
 builder = TopologyBuilder("kafka_count")
