@@ -2,7 +2,8 @@
 
 Sentences arrive in a Kafka topic; a ``KafkaSpout`` reads them (its partitions
 shared by its tasks), a bolt splits them into words stamped with their
-record's time, a ``WindowedBolt`` counts each word per 10 s of event time, and
+record's time and partition, a ``WindowedBolt`` counts each word per 10 s of
+event time (a watermark per partition), and
 a ``FileSink`` writes the counts as Parquet part files, made visible only when
 committed (at least once here: a part file is committed when it rolls, and the
 tuples in it are acked then)::
@@ -26,12 +27,12 @@ from squall.connectors.kafka import KafkaSpout
 
 
 class Split(Bolt):
-    outputs = ["word", "ts"]
+    outputs = ["word", "ts", "partition"]
 
     def process(self, tup):
         ts = tup["timestamp"] / 1000.0  # Kafka stamps records in ms; windows count in seconds
         for word in tup["value"].split():
-            self.emit([word, ts])
+            self.emit([word, ts, tup["partition"]])
 
 
 class WindowCounts(WindowedBolt):
@@ -41,6 +42,9 @@ class WindowCounts(WindowedBolt):
     window = Window.tumbling(duration=10.0)
     timestamp_field = "ts"
     lag = 2.0
+    # a spout task reads several partitions, one of which may run ahead of another (a backlog read
+    # partition by partition): a watermark per partition keeps the slower one's words from being late
+    watermark_fields = ("partition",)
 
     def initial(self):
         return {}
@@ -67,5 +71,10 @@ words = builder.add_bolt("split", Split, par=2, inputs=[sentences])
 counts = builder.add_bolt("count", WindowCounts, par=2, inputs={words: Grouping.fields("word")})
 builder.add_bolt("parquet", FileSink, par=1, inputs=[counts], config={
     "files.format": "parquet", "files.roll.interval.secs": 10})
-builder.set_config({"topology.reliability.mode": "ATLEAST_ONCE", "topology.message.timeout.secs": 60})
+builder.set_config({
+    "topology.reliability.mode": "ATLEAST_ONCE", "topology.message.timeout.secs": 60,
+    # a record's tree completes once its window has fired and the part file holding its count is
+    # committed (up to a window, the lag and a roll: ~25 s): let that many records be in flight
+    "topology.max.spout.pending": 20000,
+})
 topology = builder.build()
