@@ -1,7 +1,7 @@
 """The topology master's checkpoint coordinator: a pure state machine (docs/state.md).
 
 Events in: a published physical plan (``on_plan``), a task's report
-(``on_report``: SAVED or RESTORED), the clock (``on_tick``). Actions out:
+(``on_report``: SAVED, FAILED or RESTORED), the clock (``on_tick``). Actions out:
 ``Broadcast`` a ``CheckpointMessage`` to every stream manager (which hands it
 to its tasks), ``Record`` the ``Checkpoints`` record (and, once it is
 written, broadcast what waited for it), ``Collect`` garbage in storage.
@@ -10,7 +10,9 @@ written, broadcast what waited for it), ``Collect`` garbage in storage.
   (START, to the spouts). It is complete once every task of the plan has
   reported SAVED for it; the record is written first, then DONE goes out
   (``post_save`` only ever sees durable checkpoints). One not complete within
-  ``timeout`` is abandoned; the next starts at the next interval.
+  ``timeout`` is abandoned; the next starts at the next interval. One a task
+  reports FAILED (its checkpoint storage failed) is abandoned at once, and the
+  storage's message is kept (``stats().last_failure``).
 - A plan whose tasks or processes differ from the last one (a process died
   and was restarted, a stream manager or a container came back, an update)
   or the first plan of this topology master's term starts a restore: every
@@ -27,7 +29,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Callable, Optional
 
 from squall.idl import schema
 
@@ -40,7 +42,7 @@ Step = schema.CheckpointStep
 class Broadcast:
     """Send ``message`` (a ``CheckpointMessage``) to every stream manager, for its tasks."""
 
-    message: Any
+    message: schema.CheckpointMessage
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ class Record:
     """Write ``record`` (``Checkpoints``) to the state manager; then carry out ``then`` (if the write
     failed, ``then`` is dropped: a checkpoint nobody can find is not complete)."""
 
-    record: Any
+    record: schema.Checkpoints
     then: tuple = ()
 
 
@@ -78,7 +80,7 @@ class _Restore:
         self.failed_at = failed_at
 
 
-def _identity(pplan: Any) -> tuple:
+def _identity(pplan: schema.PhysicalPlan) -> tuple:
     """What a restore follows a change of: every task's process and every stream manager's."""
     return (pplan.packing_plan_id,
             frozenset((i.id.task_id, i.container, i.pid) for i in pplan.instances),
@@ -86,8 +88,8 @@ def _identity(pplan: Any) -> tuple:
 
 
 class CheckpointCoordinator:
-    def __init__(self, interval: float, timeout: float, kept: int, mode: str, record: Any = None,
-                 wall: Any = time.time):
+    def __init__(self, interval: float, timeout: float, kept: int, mode: str, record: Optional[schema.Checkpoints] = None,
+                 wall: Callable[[], float] = time.time):
         self.interval = interval
         self.timeout = timeout
         self.kept = kept
@@ -102,6 +104,7 @@ class CheckpointCoordinator:
         self.next_start = 0.0
         self.completed = self.failed = self.restores = 0
         self.last_restore_ms: Optional[float] = None
+        self.last_failure: Optional[str] = None  # the last checkpoint a task could not save, and why
 
     @property
     def epoch(self) -> int:
@@ -112,7 +115,7 @@ class CheckpointCoordinator:
         return self.record.complete[0].checkpoint_id if self.record.complete else 0
 
     # events -----------------------------------------------------------------------
-    def on_plan(self, pplan: Any, now: float) -> list:
+    def on_plan(self, pplan: schema.PhysicalPlan, now: float) -> list:
         """A physical plan was published: a new one (or the term's first) rolls every task back."""
         identity = _identity(pplan)
         if identity == self.identity:
@@ -131,7 +134,7 @@ class CheckpointCoordinator:
             actions.append(Collect(tuple(r.checkpoint_id for r in self.record.complete)))
         return actions
 
-    def on_report(self, msg: Any, now: float) -> list:
+    def on_report(self, msg: schema.CheckpointMessage, now: float) -> list:
         """A task's SAVED or RESTORED."""
         if msg.step == Step.SAVED:
             c = self.inflight
@@ -141,6 +144,17 @@ class CheckpointCoordinator:
             c.bytes += msg.bytes or 0
             c.align_ms = max(c.align_ms, msg.align_ms or 0.0)
             return self._complete(now) if not c.waiting else []
+        if msg.step == Step.FAILED:
+            c = self.inflight
+            if c is None or msg.checkpoint_id != c.checkpoint_id:
+                return []
+            self.last_failure = f"checkpoint {c.checkpoint_id}: task {msg.task_id}: {msg.error}"
+            log.warning("checkpoint %d abandoned: task %s could not save its state: %s", c.checkpoint_id,
+                        msg.task_id, msg.error)
+            self.failed += 1
+            self.inflight = None
+            self.next_start = now + self.interval  # a storage that just failed is not asked again at once
+            return []
         if msg.step == Step.RESTORED:
             r = self.restore
             if r is None or msg.epoch != r.epoch:
@@ -209,7 +223,7 @@ class CheckpointCoordinator:
         return [Record(self.record, then=(
             Broadcast(schema.CheckpointMessage(step=Step.RESTORE, checkpoint_id=cid, epoch=epoch)),))]
 
-    def restoring(self) -> Optional[Any]:
+    def restoring(self) -> Optional[schema.CheckpointMessage]:
         """The RESTORE under way, for a stream manager that registers in the middle of it (its tasks
         may not have had it)."""
         r = self.restore
@@ -217,20 +231,22 @@ class CheckpointCoordinator:
             return None
         return schema.CheckpointMessage(step=Step.RESTORE, checkpoint_id=r.checkpoint_id, epoch=r.epoch)
 
-    def stats(self) -> Any:
+    def stats(self) -> schema.CheckpointStats:
         return schema.CheckpointStats(interval_secs=self.interval, completed=self.completed, failed=self.failed,
                                       restores=self.restores,
                                       last=self.record.complete[0] if self.record.complete else None,
-                                      last_restore_ms=self.last_restore_ms, mode=self.mode)
+                                      last_restore_ms=self.last_restore_ms, mode=self.mode,
+                                      last_failure=self.last_failure)
 
 
-def checkpoint_figures(stats: Any) -> dict:
+def checkpoint_figures(stats: schema.CheckpointStats) -> dict:
     """``CheckpointStats`` as the plain figures of a metrics row (the capacity report reads them)."""
     last = stats.last
     return {"mode": stats.mode, "interval_secs": stats.interval_secs, "completed": stats.completed,
             "failed": stats.failed, "restores": stats.restores, "last_restore_ms": stats.last_restore_ms,
             "last_id": last.checkpoint_id if last else None, "duration_ms": last.duration_ms if last else None,
-            "bytes": last.bytes if last else None, "align_ms": last.align_ms if last else None}
+            "bytes": last.bytes if last else None, "align_ms": last.align_ms if last else None,
+            "last_failure": stats.last_failure}
 
 
 def describe_checkpoints(figures: dict) -> str:
@@ -242,4 +258,6 @@ def describe_checkpoints(figures: dict) -> str:
     if figures["last_id"] is not None:
         line += (f"; last #{figures['last_id']}: {figures['bytes'] / 1024:.1f} KiB in {figures['duration_ms']:.0f} ms, "
                  f"alignment {figures['align_ms']:.1f} ms")
+    if figures.get("last_failure"):
+        line += f"; last failure: {figures['last_failure']}"
     return line

@@ -22,6 +22,7 @@ PER_BUCKET = 5  # errors a task formats and reports per metrics bucket; the rest
 TRACEBACK_FRAMES = 6  # the innermost frames kept: the user's code, not the runtime's loop around it
 TEXT_LIMIT = 2000  # characters of the error line and of the traceback kept
 UNCAUGHT = "uncaught: the task exited"  # where an exception that ended its task (or its chain) was raised
+CHECKPOINT_STORAGE = "checkpoint storage (a runtime failure, not the user's code)"  # a save or load that failed
 
 
 class UserErrors:
@@ -56,6 +57,12 @@ class UserErrors:
         self.count += 1
         if len(self.kept) < PER_BUCKET:
             self.kept.append({"time": time.time(), "where": where, "error": error[:TEXT_LIMIT], "traceback": ""})
+
+    def runtime_failure(self, where: str, error: str) -> None:
+        """A failure of the runtime under the task (``CHECKPOINT_STORAGE``: its checkpoint storage), shown
+        with the task's errors where one looks for them, under a ``where`` that says it is not the user's
+        code, and without a traceback into the runtime."""
+        self.problem(where, error)
 
     def report(self, user: dict) -> None:
         """Add the bucket's errors to a metrics row's ``user`` dict, and start a new bucket."""

@@ -404,6 +404,8 @@ enum CheckpointStep {
   RESTORED = 5,
   // tmaster -> every task: every task has restored; go on in epoch
   RESUME = 6,
+  // instance -> tmaster: task_id could not save its state for checkpoint_id (error: the storage's message)
+  FAILED = 7,
 }
 
 struct CheckpointMessage {
@@ -415,6 +417,8 @@ struct CheckpointMessage {
   5: optional i64 bytes,
   6: optional double save_ms,
   7: optional double align_ms,
+  // FAILED: why (a failure of the checkpoint storage, not of the task's code)
+  8: optional string error,
 }
 
 // One complete checkpoint: every task of the plan saved its state.
@@ -446,6 +450,8 @@ struct CheckpointStats {
   // kill -> every task restored and resumed, of the last restore
   6: optional double last_restore_ms,
   7: required string mode,
+  // the last checkpoint a task could not save, and why
+  8: optional string last_failure,
 }
 
 // The one control message: exactly one field is set.

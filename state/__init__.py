@@ -1,14 +1,14 @@
 """State managers: where topology plans and locations live (local directory or ZooKeeper)."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Mapping, Optional
 
 from squall.state.address import StateAddress, squall_home
-from squall.state.base import AlreadyExists, Election, Kind, Session, StateError, StateManager, member
+from squall.state.base import AlreadyExists, Election, Kind, Session, StateError, StateManager, StorageError, member
 from squall.state.local import LocalStateManager
 
 
-def make_state_manager(config: Mapping[str, Any]) -> StateManager:
+def make_state_manager(config: Mapping[str, object]) -> StateManager:
     """The state manager ``squall.state.*`` names (not started)."""
     return StateAddress.from_config(config).open()
 
@@ -31,6 +31,7 @@ __all__ = [
     "StateAddress",
     "StateError",
     "StateManager",
+    "StorageError",
     "make_state_manager",
     "member",
     "open_state_manager",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from typing import Mapping
 
 from squall.state.base import StateError, StateManager
 
@@ -33,7 +33,7 @@ class StateAddress:
     session_timeout: float = 10.0  # ZooKeeper session timeout, seconds
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> "StateAddress":
+    def from_config(cls, config: Mapping[str, object]) -> "StateAddress":
         manager = config["squall.state.manager"]
         root = config["squall.state.root"]
         if manager == "local":

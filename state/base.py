@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import threading
 from abc import ABC, abstractmethod
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from squall.errors import SquallError
 from squall.idl import decode, encode, schema
@@ -24,6 +24,11 @@ class StateError(SquallError):
 
 class AlreadyExists(StateError):
     """``create`` found a record already there."""
+
+
+class StorageError(StateError):
+    """The checkpoint storage cannot do what was asked (names the path and the operation): a failure of
+    the runtime's storage (a full disk, a lost namenode), never of a task's user code."""
 
 
 class Kind(enum.Enum):
@@ -125,16 +130,16 @@ class StateManager(ABC):
         """Idempotent; ephemeral records this manager created go away."""
 
     @abstractmethod
-    def create(self, kind: Kind, name: str, value: Any) -> None:
+    def create(self, kind: Kind, name: str, value: object) -> None:
         """Write a new record; ``AlreadyExists`` if one is there (and, if
         ephemeral, its owner is alive)."""
 
     @abstractmethod
-    def put(self, kind: Kind, name: str, value: Any) -> None:
+    def put(self, kind: Kind, name: str, value: object) -> None:
         """Write or replace a record atomically."""
 
     @abstractmethod
-    def get(self, kind: Kind, name: str) -> Any:
+    def get(self, kind: Kind, name: str) -> object:
         """The record, or None when there is none."""
 
     @abstractmethod
@@ -150,7 +155,7 @@ class StateManager(ABC):
         """Member names of a grouped kind's records of ``topology``, sorted."""
 
     @abstractmethod
-    def watch(self, kind: Kind, name: str, callback: Callable[[Any], None]) -> Callable[[], None]:
+    def watch(self, kind: Kind, name: str, callback: Callable[[object], None]) -> Callable[[], None]:
         """Call ``callback(record_or_None)`` after every change; returns a
         function that stops the watch. Callbacks must not block."""
 
@@ -185,16 +190,16 @@ class StateManager(ABC):
         self.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def encode_record(kind: Kind, value: Any) -> bytes:
+def encode_record(kind: Kind, value: object) -> bytes:
     """The stored bytes of a record: the IDL's encoding, or raw bytes."""
     return value if kind.struct is None else encode(value)
 
 
-def decode_record(kind: Kind, path: str, data: bytes) -> Any:
+def decode_record(kind: Kind, path: str, data: bytes) -> object:
     """A record from its stored bytes; a corrupt one is a StateError naming ``path``."""
     if kind.struct is None:
         return data
@@ -204,7 +209,7 @@ def decode_record(kind: Kind, path: str, data: bytes) -> Any:
         raise StateError(f"state record {path} is corrupt: {e}") from e
 
 
-def member(topology: str, name: Any) -> str:
+def member(topology: str, name: object) -> str:
     """The record name of member ``name`` of ``topology`` in a grouped kind."""
     return f"{topology}/{name}"
 

@@ -16,7 +16,7 @@ import logging
 import os
 import shutil
 import threading
-from typing import Any, Callable, Optional
+from typing import Callable, Optional, Tuple
 
 import psutil
 
@@ -82,7 +82,7 @@ class LocalStateManager(StateManager):
     def _path(self, kind: Kind, name: str) -> str:
         return os.path.join(self.root, kind.value, check_name(name, kind))
 
-    def create(self, kind: Kind, name: str, value: Any) -> None:
+    def create(self, kind: Kind, name: str, value: object) -> None:
         path = self._path(kind, name)
         if kind.ephemeral and os.path.exists(path) and not self._alive(kind, name):
             self.delete(kind, name)
@@ -101,7 +101,7 @@ class LocalStateManager(StateManager):
         finally:
             os.unlink(path + ".creating")
 
-    def put(self, kind: Kind, name: str, value: Any) -> None:
+    def put(self, kind: Kind, name: str, value: object) -> None:
         path = self._path(kind, name)
         data = encode_record(kind, value)
         if kind.ephemeral:
@@ -121,7 +121,7 @@ class LocalStateManager(StateManager):
         except OSError as e:
             raise StateError(f"cannot write state record {path}: {e.strerror}") from e
 
-    def get(self, kind: Kind, name: str) -> Any:
+    def get(self, kind: Kind, name: str) -> object:
         path = self._path(kind, name)
         if kind.ephemeral and not self._alive(kind, name):
             return None
@@ -187,7 +187,7 @@ class LocalStateManager(StateManager):
         return _process_identity(pid) == owner
 
     # watches --------------------------------------------------------------------
-    def watch(self, kind: Kind, name: str, callback: Callable[[Any], None]) -> Callable[[], None]:
+    def watch(self, kind: Kind, name: str, callback: Callable[[object], None]) -> Callable[[], None]:
         entry = [kind, name, callback, self._stamp(kind, name)]
         with self._watch_lock:
             self._watches.append(entry)
@@ -203,7 +203,7 @@ class LocalStateManager(StateManager):
 
         return cancel
 
-    def _stamp(self, kind: Kind, name: str) -> Any:
+    def _stamp(self, kind: Kind, name: str) -> Optional[Tuple[int, int, int, bool]]:
         try:
             st = os.stat(self._path(kind, name))
             return (st.st_mtime_ns, st.st_ino, st.st_size, self._alive(kind, name) if kind.ephemeral else True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import socket
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
 import psutil
 
@@ -44,7 +44,7 @@ def alive(pid: int) -> bool:
         return False
 
 
-def unconnected(pplan: Any, records: dict) -> list:
+def unconnected(pplan: "schema.PhysicalPlan", records: dict) -> list:
     """What the physical plan lists with a pid no live process of its container has: a stream manager
     or instance that restarted and has not rejoined yet (a restarted instance is listed, with its new
     pid, once it has connected to its stream manager; a restarted stream manager once it has
@@ -68,7 +68,7 @@ def unconnected(pplan: Any, records: dict) -> list:
     return out
 
 
-def topology_health(state: StateManager, name: str, execution: Optional[Any] = None) -> TopologyHealth:
+def topology_health(state: StateManager, name: str, execution: Optional["schema.ExecutionState"] = None) -> TopologyHealth:
     """The status of running topology ``name`` (its execution state must exist)."""
     execution = execution or state.get(Kind.EXECUTION_STATE, name)
     plan = state.get(Kind.PACKING_PLAN, name)

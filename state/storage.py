@@ -15,18 +15,27 @@ manager (``checkpoints/<topology>``).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
 from abc import ABC, abstractmethod
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Iterator, List, Optional
 from urllib.parse import urlparse
 
-from squall.state.base import StateError
+from squall.state.base import StateError, StorageError
+
+if TYPE_CHECKING:  # an extra (squall[hdfs]): imported only where HDFS is used
+    import pyarrow.fs
 
 
 class CheckpointStorage(ABC):
-    """Files by relative path (``/``-separated) under the storage's root."""
+    """Files by relative path (``/``-separated) under the storage's root.
+
+    Every failure of the storage itself (a full disk, a folder that cannot be
+    written, a namenode that does not answer) is a ``StorageError`` naming the
+    operation and the full path: it never leaves as a raw ``OSError``.
+    """
 
     uri: str
 
@@ -39,12 +48,21 @@ class CheckpointStorage(ABC):
         ...
 
     @abstractmethod
-    def list(self, path: str) -> list:
+    def list(self, path: str) -> List[str]:
         """Names in the folder ``path`` (``[]`` when it does not exist)."""
 
     @abstractmethod
     def delete(self, path: str) -> None:
         """Remove ``path`` and all under it (nothing when it does not exist)."""
+
+
+@contextlib.contextmanager
+def _storage_errors(operation: str, where: str) -> Iterator[None]:
+    """An ``OSError`` inside becomes a StorageError saying what could not be done where."""
+    try:
+        yield
+    except OSError as e:
+        raise StorageError(f"checkpoint storage: cannot {operation} {where}: {e.strerror or e}") from e
 
 
 class LocalStorage(CheckpointStorage):
@@ -60,43 +78,49 @@ class LocalStorage(CheckpointStorage):
 
     def write(self, path: str, data: bytes) -> None:
         full = self._path(path)
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(full), prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, full)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        with _storage_errors("write checkpoint file", full):
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(full), prefix=".tmp-")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                os.replace(tmp, full)
+            except BaseException:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+                raise
 
     def read(self, path: str) -> bytes:
-        try:
-            with open(self._path(path), "rb") as f:
+        full = self._path(path)
+        with _storage_errors("read checkpoint file", full):
+            with open(full, "rb") as f:
                 return f.read()
-        except OSError as e:
-            raise StateError(f"cannot read checkpoint file {self._path(path)}: {e.strerror}") from e
 
-    def list(self, path: str) -> list:
-        try:
-            return sorted(n for n in os.listdir(self._path(path)) if not n.startswith(".tmp-"))
-        except FileNotFoundError:
-            return []
+    def list(self, path: str) -> List[str]:
+        full = self._path(path)
+        with _storage_errors("list checkpoint folder", full):
+            try:
+                return sorted(n for n in os.listdir(full) if not n.startswith(".tmp-"))
+            except FileNotFoundError:
+                return []
 
     def delete(self, path: str) -> None:
         full = self._path(path)
-        if os.path.isdir(full):
-            shutil.rmtree(full, ignore_errors=True)
-        elif os.path.exists(full):
-            os.unlink(full)
+        with _storage_errors("delete checkpoint path", full):
+            try:
+                if os.path.isdir(full):
+                    shutil.rmtree(full)
+                elif os.path.exists(full):
+                    os.unlink(full)
+            except FileNotFoundError:  # another collection deleted it meanwhile
+                pass
 
 
 class ArrowStorage(CheckpointStorage):
     """A pyarrow filesystem under ``root``: HDFS (``ArrowStorage.hdfs``) through libhdfs. A write goes to a
     temporary name, then is renamed, which HDFS does atomically."""
 
-    def __init__(self, fs: Any, root: str, uri: str):
+    def __init__(self, fs: "pyarrow.fs.FileSystem", root: str, uri: str):
         from pyarrow import fs as fs_module
 
         self.fs, self.fs_module = fs, fs_module
@@ -113,43 +137,49 @@ class ArrowStorage(CheckpointStorage):
         try:
             hadoop = fs.HadoopFileSystem(parsed.hostname or "default", parsed.port or 0)
         except (OSError, RuntimeError) as e:
-            raise StateError(f"cannot open HDFS at {uri}: {e}") from e
+            raise StorageError(f"cannot open HDFS at {uri}: {e}") from e
         return cls(hadoop, parsed.path, uri)
 
     def _path(self, path: str) -> str:
         return f"{self.root}/{path}".replace("//", "/")
 
+    def _where(self, path: str) -> str:
+        return f"{self.uri.rstrip('/')}/{path}"
+
     def write(self, path: str, data: bytes) -> None:
         full = self._path(path)
         folder, name = full.rsplit("/", 1)
-        self.fs.create_dir(folder, recursive=True)
         tmp = f"{folder}/.tmp-{name}-{os.getpid()}"
-        try:
-            with self.fs.open_output_stream(tmp) as out:
-                out.write(data)
-            self.fs.move(tmp, full)
-        except BaseException:
-            if self.fs.get_file_info(tmp).type == self.fs_module.FileType.File:
-                self.fs.delete_file(tmp)
-            raise
+        with _storage_errors("write checkpoint file", self._where(path)):
+            self.fs.create_dir(folder, recursive=True)
+            try:
+                with self.fs.open_output_stream(tmp) as out:
+                    out.write(data)
+                self.fs.move(tmp, full)
+            except BaseException:
+                if self.fs.get_file_info(tmp).type == self.fs_module.FileType.File:
+                    self.fs.delete_file(tmp)
+                raise
 
     def read(self, path: str) -> bytes:
-        try:
+        with _storage_errors("read checkpoint file", self._where(path)):
             with self.fs.open_input_stream(self._path(path)) as f:
                 return f.read()
-        except OSError as e:
-            raise StateError(f"cannot read checkpoint file {self.uri}/{path}: {e}") from e
 
-    def list(self, path: str) -> list:
+    def list(self, path: str) -> List[str]:
         selector = self.fs_module.FileSelector(self._path(path), allow_not_found=True)
-        return sorted(i.base_name for i in self.fs.get_file_info(selector) if not i.base_name.startswith(".tmp-"))
+        with _storage_errors("list checkpoint folder", self._where(path)):
+            infos = self.fs.get_file_info(selector)
+        return sorted(i.base_name for i in infos if not i.base_name.startswith(".tmp-"))
 
     def delete(self, path: str) -> None:
-        info = self.fs.get_file_info(self._path(path))
-        if info.type == self.fs_module.FileType.Directory:
-            self.fs.delete_dir(self._path(path))
-        elif info.type == self.fs_module.FileType.File:
-            self.fs.delete_file(self._path(path))
+        full = self._path(path)
+        with _storage_errors("delete checkpoint path", self._where(path)):
+            info = self.fs.get_file_info(full)
+            if info.type == self.fs_module.FileType.Directory:
+                self.fs.delete_dir(full)
+            elif info.type == self.fs_module.FileType.File:
+                self.fs.delete_file(full)
 
 
 def open_storage(setting: str, run_dir: Optional[str]) -> CheckpointStorage:

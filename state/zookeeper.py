@@ -13,17 +13,26 @@ Connection states follow kazoo: SUSPENDED (cut off, the session may still be
 alive) and LOST (the session expired: its ephemeral records and any
 leadership are gone) are passed to the listeners; their owners decide (the
 topology master stops leading, an executor writes its record again).
+
+No kazoo exception leaves this module: a failed operation is a ``StateError``
+naming the server, the operation and the znode. Every operation is bounded
+by ``connect_timeout``: kazoo queues a request made while the connection is
+down until it is back, so a server that stays away would block its caller
+for good (kazoo may still send it once the connection is back: a write that
+timed out may have happened, as one that failed with connection loss).
 """
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from typing import Any, Callable, Optional
+from typing import Callable, List, Optional
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import CancelledError, KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import ZnodeStat
+from kazoo.recipe.lock import Lock
 from kazoo.retry import KazooRetry
 from kazoo.security import make_digest_acl
 
@@ -41,6 +50,9 @@ from squall.state.base import (
 )
 
 log = logging.getLogger(__name__)
+
+#: what kazoo raises: its own errors, and its threading handler's timeout (not a KazooException)
+_KAZOO_ERRORS = (KazooException, KazooTimeoutError)
 
 _SESSIONS = {KazooState.CONNECTED: Session.CONNECTED, KazooState.SUSPENDED: Session.SUSPENDED,
              KazooState.LOST: Session.LOST}
@@ -66,7 +78,7 @@ class ZooKeeperStateManager(StateManager):
             default_acl=acl,
         )
         self.session = Session.CONNECTED
-        self._listeners: list = []
+        self._listeners: List[Callable[[Session], None]] = []
         self._started = False
         self.client.add_listener(self._on_state)
 
@@ -103,7 +115,7 @@ class ZooKeeperStateManager(StateManager):
             ) from e
         self._started = True
         for folder in [kind.value for kind in Kind] + [ELECTIONS]:
-            self._call(self.client.ensure_path, f"{self.root}/{folder}")
+            self._call("ensure_path", f"{self.root}/{folder}")
 
     def close(self) -> None:
         if self._started:
@@ -117,78 +129,95 @@ class ZooKeeperStateManager(StateManager):
     def _path(self, kind: Kind, name: str) -> str:
         return f"{self._dir(kind)}/{check_name(name, kind)}"
 
-    def _call(self, func: Callable, *args: Any, **kwargs: Any) -> Any:
+    def _call(self, operation: str, path: str, *args: object, **kwargs: object) -> object:
+        """kazoo's ``<operation>_async(path, ...)``, retried on connection loss, each attempt bounded by
+        ``connect_timeout``; NodeExistsError and NoNodeError pass (callers decide), the rest of kazoo's
+        errors become a StateError naming the operation and the znode."""
+        start = getattr(self.client, f"{operation}_async")
         try:
-            return self.client.retry(func, *args, **kwargs)
+            return self.client.retry(lambda: start(path, *args, **kwargs).get(timeout=self.connect_timeout))
         except (NodeExistsError, NoNodeError):
             raise
+        except KazooTimeoutError as e:
+            raise StateError(f"ZooKeeper at {self.hosts}: {operation} {path} had no answer within "
+                             f"{self.connect_timeout:g}s (connection {self.session.value})") from e
         except KazooException as e:
-            raise StateError(f"ZooKeeper at {self.hosts}: {func.__name__} {args[0]} failed: {e!r}") from e
+            raise StateError(f"ZooKeeper at {self.hosts}: {operation} {path} failed: {e!r}") from e
 
-    def create(self, kind: Kind, name: str, value: Any) -> None:
+    def _children(self, path: str) -> List[str]:
+        try:
+            return sorted(self._call("get_children", path))
+        except NoNodeError:
+            return []
+
+    def _delete_tree(self, path: str) -> None:
+        """Delete ``path`` and everything under it (nothing when it is not there)."""
+        try:
+            for child in self._call("get_children", path):
+                self._delete_tree(f"{path}/{child}")
+            self._call("delete", path)
+        except NoNodeError:
+            pass
+
+    def create(self, kind: Kind, name: str, value: object) -> None:
         path = self._path(kind, name)
         try:
-            self._call(self.client.create, path, encode_record(kind, value), ephemeral=kind.ephemeral, makepath=True)
+            self._call("create", path, encode_record(kind, value), ephemeral=kind.ephemeral, makepath=True)
         except NodeExistsError:
             raise AlreadyExists(f"state record {path} already exists") from None
 
-    def put(self, kind: Kind, name: str, value: Any) -> None:
+    def put(self, kind: Kind, name: str, value: object) -> None:
         path, data = self._path(kind, name), encode_record(kind, value)
         try:
-            self._call(self.client.set, path, data)
+            self._call("set", path, data)
         except NoNodeError:
             try:
-                self._call(self.client.create, path, data, ephemeral=kind.ephemeral, makepath=True)
+                self._call("create", path, data, ephemeral=kind.ephemeral, makepath=True)
             except NodeExistsError:  # created in between: last writer wins
-                self._call(self.client.set, path, data)
+                self._call("set", path, data)
 
-    def get(self, kind: Kind, name: str) -> Any:
+    def get(self, kind: Kind, name: str) -> object:
         path = self._path(kind, name)
         try:
-            data, _ = self._call(self.client.get, path)
+            data, _ = self._call("get", path)
         except NoNodeError:
             return None
         return decode_record(kind, path, data)
 
     def delete(self, kind: Kind, name: str) -> None:
         try:
-            self._call(self.client.delete, self._path(kind, name))
+            self._call("delete", self._path(kind, name))
         except NoNodeError:
             pass
 
     def names(self, kind: Kind) -> list:
-        try:
-            return sorted(self._call(self.client.get_children, self._dir(kind)))
-        except NoNodeError:
-            return []
+        return self._children(self._dir(kind))
 
     def members(self, kind: Kind, topology: str) -> list:
-        try:
-            return sorted(self._call(self.client.get_children, f"{self._dir(kind)}/{check_name(topology)}"))
-        except NoNodeError:
-            return []
+        return self._children(f"{self._dir(kind)}/{check_name(topology)}")
+
+    def exists(self, path: str) -> bool:
+        """Whether the znode ``path`` is there (a StateError when the server does not answer)."""
+        return self._call("exists", path) is not None
 
     def _delete_group(self, kind: Kind, topology: str) -> None:
-        try:
-            self._call(self.client.delete, f"{self._dir(kind)}/{check_name(topology)}", recursive=True)
-        except NoNodeError:
-            pass
+        self._delete_tree(f"{self._dir(kind)}/{check_name(topology)}")
 
     def _delete_election(self, topology: str) -> None:
-        try:
-            self._call(self.client.delete, f"{self.root}/{ELECTIONS}/{check_name(topology)}", recursive=True)
-        except NoNodeError:
-            pass
+        self._delete_tree(f"{self.root}/{ELECTIONS}/{check_name(topology)}")
 
     def election(self, topology: str, identifier: str) -> Election:
         return _ZooKeeperElection(self, f"{self.root}/{ELECTIONS}/{check_name(topology)}", identifier)
 
-    def watch(self, kind: Kind, name: str, callback: Callable[[Any], None]) -> Callable[[], None]:
+    def watch(self, kind: Kind, name: str, callback: Callable[[object], None]) -> Callable[[], None]:
         path = self._path(kind, name)
+        if self.session is not Session.CONNECTED:  # kazoo's DataWatch would wait for the connection
+            raise StateError(f"ZooKeeper at {self.hosts}: cannot watch {path}: the connection is "
+                             f"{self.session.value}")
         cancelled = threading.Event()
         first = [True]
 
-        def on_change(data: Any, stat: Any) -> Any:
+        def on_change(data: Optional[bytes], stat: Optional[ZnodeStat]) -> Optional[bool]:
             if cancelled.is_set():
                 return False  # tells kazoo to drop the watch
             if first[0]:  # kazoo calls once at registration; report changes only
@@ -200,7 +229,10 @@ class ZooKeeperStateManager(StateManager):
                 log.exception("state watch callback for %s failed", path)
             return None
 
-        self.client.DataWatch(path, on_change)
+        try:
+            self.client.DataWatch(path, on_change)
+        except _KAZOO_ERRORS as e:
+            raise StateError(f"ZooKeeper at {self.hosts}: cannot watch {path}: {e!r}") from e
         return cancelled.set
 
 
@@ -225,7 +257,7 @@ class _ZooKeeperElection(Election):
         self.path = path
         self.identifier = identifier
         self.lease = manager.session_timeout * 0.75
-        self._lock: Any = None
+        self._lock: Optional[Lock] = None
         self._lease_until = 0.0
         self._renewer: Optional[threading.Thread] = None
         manager.add_listener(self._on_session)
@@ -252,7 +284,7 @@ class _ZooKeeperElection(Election):
             got = lock.acquire()
         except CancelledError:
             return False
-        except KazooException as e:
+        except _KAZOO_ERRORS as e:
             raise StateError(f"ZooKeeper at {self.manager.hosts}: election {self.path} failed: {e!r}") from e
         finally:
             done.set()
@@ -263,12 +295,12 @@ class _ZooKeeperElection(Election):
         self._renewer.start()
         return True
 
-    def _renew(self, lock: Any) -> None:
+    def _renew(self, lock: Lock) -> None:
         while self._lock is lock and lock.is_acquired:
             asked = time.monotonic()
             try:
-                alive = self.manager.client.exists(f"{self.path}/{lock.node}") is not None
-            except KazooException:
+                alive: Optional[bool] = self.manager.exists(f"{self.path}/{lock.node}")
+            except StateError:
                 alive = None  # no answer: the lease runs out by itself
             if alive is False:
                 log.error("leadership of %s lost: its lock node is gone", self.path)
@@ -292,5 +324,5 @@ class _ZooKeeperElection(Election):
             return
         try:
             lock.release()
-        except KazooException as e:  # a lost session took the node already
+        except _KAZOO_ERRORS as e:  # a lost session took the node already
             log.info("releasing %s: %r", self.path, e)

@@ -15,7 +15,12 @@ line with their tuples:
   marker arrives, the checkpoint is abandoned here (it never completes; the
   next one will).
 - Saving: ``pre_save``, the state to storage, SAVED to the topology master
-  (bytes, ms to save, ms of alignment).
+  (bytes, ms to save, ms of alignment). A storage that cannot be written (a
+  full disk) fails the checkpoint, not the task: FAILED with the storage's
+  message goes to the topology master (which abandons the checkpoint), the
+  task's errors get it as a runtime failure (``CHECKPOINT_STORAGE``), the
+  markers still go downstream (no task waits on an alignment that cannot
+  complete), and the task goes on; the next checkpoint tries again.
 - DONE: ``post_save``; RESTORE: drop what was emitted and not sent, and what
   was held, load the checkpoint's state (``init_state`` again), enter the new
   epoch and report RESTORED; RESUME: spouts emit again. Tuples and markers of
@@ -25,14 +30,20 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 import msgpack
 
 from squall.idl import schema
 from squall.logical import find_component
 from squall.runtime.protocol import DATA_HEADER_SIZE, MARKER, control_frame, data_frame
+from squall.runtime.user_errors import CHECKPOINT_STORAGE
+from squall.state import StorageError
+from squall.state.storage import CheckpointStorage, saved_tasks, task_file
 from squall.stateful import KeyValueState, decode_state, encode_state, group_owner
+
+if TYPE_CHECKING:  # the instance state owns this object: a runtime import would be a cycle
+    from squall.runtime.instance.state import InstanceState
 
 log = logging.getLogger("squall.runtime.instance")
 
@@ -40,12 +51,12 @@ Step = schema.CheckpointStep
 
 
 class Checkpointing:
-    def __init__(self, inst: Any, stateful: bool, key_groups: int, buffer_bytes: float):
+    def __init__(self, inst: "InstanceState", stateful: bool, key_groups: int, buffer_bytes: float):
         self.inst = inst
         self.stateful = stateful
         self.key_groups = key_groups
         self.buffer_bytes = buffer_bytes
-        self.storage: Any = None  # set by the process (runtime/instance/loop.py)
+        self.storage: Optional[CheckpointStorage] = None  # set by the process (runtime/instance/loop.py)
         self.state = KeyValueState()
         self.restore_from = 0  # the checkpoint the state comes from (0: none, the empty state)
         self.restoring = True  # until the first RESUME: a spout does not emit
@@ -134,7 +145,7 @@ class Checkpointing:
             self.inst.on_frame(f, time.perf_counter())
 
     # steps ------------------------------------------------------------------------------
-    def on_step(self, msg: Any) -> None:
+    def on_step(self, msg: schema.CheckpointMessage) -> None:
         step = msg.step
         if step == Step.START:
             if msg.epoch == self.inst.epoch and not self.restoring:
@@ -151,24 +162,31 @@ class Checkpointing:
                 log.info("task %d resumes in epoch %d", self.inst.task_id, msg.epoch)
 
     def save(self, cid: int, align_ms: float) -> None:
-        """Save the state for checkpoint ``cid``, send the markers after what was emitted, report SAVED."""
+        """Save the state for checkpoint ``cid``, send the markers after what was emitted, report SAVED
+        (FAILED when the storage could not take the state)."""
         inst = self.inst
         t0 = time.perf_counter()
         size = 0
+        failure: Optional[StorageError] = None
         if self.stateful:
-            from squall.state.storage import task_file
-
             inst.component.pre_save(cid)
             data = encode_state(self.state, self.key_groups)
-            self.storage.write(task_file(inst.topology.name, cid, inst.component_name, self.index,
-                                         self.parallelism), data)
+            try:
+                self.storage.write(task_file(inst.topology.name, cid, inst.component_name, self.index,
+                                             self.parallelism), data)
+            except StorageError as e:
+                failure = e
             size = len(data)
         save_ms = (time.perf_counter() - t0) * 1000
         inst.flush_all()  # what was emitted before the marker leaves before it
-        inst.on_checkpoint_saved(cid)
+        if failure is None:  # else the acks held for this checkpoint wait for the next one
+            inst.on_checkpoint_saved(cid)
         marker = inst._packb([inst.task_id, cid, inst.epoch])
         for task in self.downstream:
             inst.out += data_frame(task, marker, 0, MARKER)
+        if failure is not None:
+            self._failed(cid, failure)
+            return
         inst.out += control_frame(checkpoint=schema.CheckpointMessage(
             step=Step.SAVED, checkpoint_id=cid, epoch=inst.epoch, task_id=inst.task_id, bytes=size,
             save_ms=save_ms, align_ms=align_ms))
@@ -177,6 +195,15 @@ class Checkpointing:
         self.save_ms += save_ms
         self.align_ms = max(self.align_ms, align_ms)
         self.saved_bytes += size
+
+    def _failed(self, cid: int, failure: StorageError) -> None:
+        """Checkpoint ``cid`` could not be saved here: the topology master abandons it; the task goes on."""
+        inst = self.inst
+        log.error("task %d: checkpoint %d failed: %s", inst.task_id, cid, failure)
+        inst.errors.runtime_failure(CHECKPOINT_STORAGE, str(failure))
+        inst.out += control_frame(checkpoint=schema.CheckpointMessage(
+            step=Step.FAILED, checkpoint_id=cid, epoch=inst.epoch, task_id=inst.task_id, error=str(failure)))
+        self.abandoned = max(self.abandoned, cid)
 
     def restore(self, cid: int, epoch: int) -> None:
         """Roll back to checkpoint ``cid`` (0: the empty state) in ``epoch``."""
@@ -199,8 +226,6 @@ class Checkpointing:
         """This task's keys of checkpoint ``cid``: its own file when the parallelism is the one saved,
         else every key of the component whose key group it now owns (a rescalable spout: every key, and
         it keeps those of the units of its source it now reads)."""
-        from squall.state.storage import saved_tasks
-
         inst = self.inst
         saved = saved_tasks(self.storage, inst.topology.name, cid, inst.component_name)
         own = [path for index, par, path in saved if par == self.parallelism and index == self.index]

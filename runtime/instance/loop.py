@@ -37,7 +37,8 @@ from squall.runtime.instance.delivery import UserError
 from squall.runtime.instance.make import make_instance
 from squall.runtime.metrics_sender import BlockingMetricsSender
 from squall.runtime.protocol import HEADER, BlockingConnection, ProtocolError
-from squall.runtime.user_errors import UNCAUGHT
+from squall.runtime.user_errors import CHECKPOINT_STORAGE, UNCAUGHT
+from squall.state import StorageError
 from squall.supervision import RetryPolicy
 
 log = logging.getLogger("squall.runtime.instance")
@@ -299,7 +300,9 @@ def run(env: Any) -> int:
         log.error("task %d: %s; exiting so the executor restarts it", task, e)
         return 1
     except Exception as e:  # from user code (next_tuple, initialize, process without auto_fail): the task exits
-        if not isinstance(e, UserError):  # a chain member's is recorded where it was raised
+        if isinstance(e, StorageError):  # a checkpoint that cannot be loaded: the runtime's failure
+            getattr(inst, "head", inst).errors.runtime_failure(CHECKPOINT_STORAGE, str(e))
+        elif not isinstance(e, UserError):  # a chain member's is recorded where it was raised
             getattr(inst, "head", inst).errors.record(UNCAUGHT)
         try:
             loop.send_metrics()  # the error reaches the topology master before the executor restarts the task

@@ -126,3 +126,22 @@ def test_a_new_term_goes_on_above_the_ids_and_epochs_of_the_record():
     assert collects == [(40,)]
     restored(coord, 8, 0.1)
     assert carried(coord.on_tick(1.2))[0][0].checkpoint_id == 43
+
+
+def test_a_task_whose_storage_failed_abandons_the_checkpoint_at_once_with_the_storage_message():
+    from squall.runtime.checkpoints import checkpoint_figures, describe_checkpoints
+
+    coord = CheckpointCoordinator(interval=1.0, timeout=10.0, kept=2, mode="EFFECTIVELY_ONCE")
+    coord.on_plan(pplan(), 0.0)
+    restored(coord, 1, 0.0)
+    assert carried(coord.on_tick(1.0))[0][0].checkpoint_id == 1
+    coord.on_report(report(Step.SAVED, 1, 1), 1.1)
+    error = "checkpoint storage: cannot write checkpoint file /full/t/1/c/task-1-of-3: No space left on device"
+    assert coord.on_report(report(Step.FAILED, 1, 2, error=error), 1.2) == []
+    assert coord.on_report(report(Step.SAVED, 1, 3), 1.3) == []  # no DONE for a failed checkpoint
+    stats = coord.stats()
+    assert (stats.completed, stats.failed, stats.last) == (0, 1, None)
+    assert stats.last_failure == f"checkpoint 1: task 2: {error}"
+    assert describe_checkpoints(checkpoint_figures(stats)).endswith(f"; last failure: checkpoint 1: task 2: {error}")
+    assert coord.on_tick(1.5) == []  # not again at once: the next interval
+    assert [(m.step, m.checkpoint_id) for m in carried(coord.on_tick(2.2))[0]] == [(Step.START, 2)]

@@ -7,6 +7,7 @@ import msgpack
 from squall import Grouping, TopologyBuilder
 from squall.idl import schema
 from squall.runtime.instance import make_instance
+from squall.runtime.user_errors import CHECKPOINT_STORAGE
 from squall.runtime.protocol import CONTROL, MARKER, FrameReader, control_frame, data_frame, decode_control
 from squall.state.storage import LocalStorage, saved_tasks, task_file
 from squall.stateful import KeyValueState, decode_state, encode_state, group_owner, key_group
@@ -222,3 +223,32 @@ def test_a_rollback_keeps_the_consumed_reports_not_yet_sent(tmp_path):
     assert [f[4] for f in frames] == [CONTROL, CONTROL, CONTROL]  # consumed, SAVED, RESTORED: no MARKER
     assert [decode_control(f).consumed for f in frames][0] == 2
     assert steps(frames) == [(Step.SAVED, 1, 1), (Step.RESTORED, 1, 1)]
+
+
+def test_a_storage_that_cannot_be_written_fails_the_checkpoint_not_the_task(tmp_path):
+    (tmp_path / "plain").write_text("a regular file where the storage's folder should be")
+    inst = started(tmp_path / "plain" / "ckpt")
+    inst.on_frame(words(3, "a"), 0.0)
+    inst.on_frame(marker(3, 1), 0.0)
+    inst.on_frame(marker(4, 1), 0.0)
+    frames = sent(inst)
+    # the topology master hears FAILED with the storage's message, not SAVED
+    assert steps(frames) == [(Step.FAILED, 1, 1)]
+    failed = [decode_control(f).checkpoint for f in frames if f[4] == CONTROL and decode_control(f).checkpoint][0]
+    assert failed.error == (f"checkpoint storage: cannot write checkpoint file "
+                            f"{tmp_path}/plain/ckpt/ckpt/1/count/task-0-of-1: Not a directory")
+    # the markers still go downstream: the sink does not wait on an alignment that cannot complete
+    assert [msgpack.unpackb(f[13:]) for f in frames if f[4] == MARKER] == [[1, 1, 1]]
+    # the task goes on; its errors say the storage failed, not its code
+    inst.on_frame(words(4, "b"), 0.0)
+    assert dict(inst.component.state.items()) == {"a": 1, "b": 1}
+    user = {}
+    inst.errors.report(user)
+    assert [(e["where"], e["error"]) for e in user["__errors"]] == [(CHECKPOINT_STORAGE, failed.error)]
+    # once the storage can be written, the next checkpoint is saved
+    (tmp_path / "plain").unlink()
+    inst.on_frame(marker(3, 2), 0.0)
+    inst.on_frame(marker(4, 2), 0.0)
+    assert steps(sent(inst)) == [(Step.SAVED, 2, 1)]
+    saved = LocalStorage(str(tmp_path / "plain" / "ckpt")).read(task_file("ckpt", 2, "count", 0, 1))
+    assert {k: v for _, k, v in decode_state(saved)} == {"a": 1, "b": 1}
