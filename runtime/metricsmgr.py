@@ -16,7 +16,6 @@ import asyncio
 import json
 import logging
 import os
-import signal
 import socket
 import time
 from dataclasses import dataclass
@@ -25,7 +24,9 @@ from typing import Any, Optional
 import psutil
 
 from squall.idl import schema
+from squall.runtime.lifecycle import Lifecycle, serve_role
 from squall.runtime.protocol import Connection, HandshakeGate, ProtocolError, control_frame, decode_control
+from squall.state import StateError
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +141,7 @@ class MetricsManager:
         self.tmaster_at: Any = None  # the TMasterLocation of self.tmaster
         self.resources: dict = {}
         self.set_packing(env.packing)
-        self.stopped = asyncio.Event()
+        self.lifecycle = Lifecycle("metrics manager")
         self.loop: Optional[asyncio.AbstractEventLoop] = None
 
     def set_packing(self, packing: Any) -> None:
@@ -201,7 +202,7 @@ class MetricsManager:
 
         try:
             loc = await asyncio.to_thread(self.env.state.get, Kind.TMASTER, self.env.name)
-        except Exception as e:  # the state manager is unreachable for now
+        except StateError as e:  # the state manager is unreachable for now
             log.info("cannot read the topology master's location: %s", e)
             return
         if loc is None:
@@ -221,9 +222,9 @@ class MetricsManager:
 
     async def periodic(self, bucket: float) -> None:
         last = time.time()
-        while not self.stopped.is_set():
+        while not self.lifecycle.stopping:
             try:
-                await asyncio.wait_for(self.stopped.wait(), bucket)
+                await asyncio.wait_for(self.lifecycle.wait_stopping(), bucket)
             except asyncio.TimeoutError:
                 pass
             now = time.time()
@@ -238,6 +239,7 @@ class MetricsManager:
         from squall.state import Kind
 
         self.loop = asyncio.get_running_loop()
+        self.lifecycle.bind(self.loop)
         listener = socket.socket(fileno=int(self.env.launch["metricsmgr_fd"]))
         gate = HandshakeGate()
         server = await self.loop.create_server(
@@ -256,17 +258,9 @@ class MetricsManager:
             server.close()
 
     def stop(self) -> None:
-        self.stopped.set()
+        self.lifecycle.stop()
 
 
 def run(env: Any) -> int:
     mm = MetricsManager(env)
-    loop = asyncio.new_event_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, mm.stop)
-    try:
-        loop.run_until_complete(mm.serve())
-    finally:
-        loop.close()
-    log.info("metrics manager stopped")
-    return 0
+    return serve_role(mm.lifecycle, mm.serve)

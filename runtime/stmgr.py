@@ -20,7 +20,10 @@ leader. Routing never waits for a topology master: it runs on the last
 physical plan.
 
 On SIGTERM it stops reading and gives what is still buffered for instances
-and peers up to ``STOP_FLUSH_SECS`` to leave.
+and peers up to ``STOP_FLUSH_SECS`` to leave. Its background tasks (the
+tick, connecting to peers and to the topology master) are critical
+(``runtime/lifecycle.py``): one that dies stops the process with exit status
+1, and its executor restarts it.
 """
 from __future__ import annotations
 
@@ -28,18 +31,22 @@ import asyncio
 import collections
 import logging
 import os
-import signal
 import socket
 import time
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Callable, Coroutine, Dict, Optional, Type, Union
 
 from squall.idl import schema
+from squall.runtime.lifecycle import Lifecycle, serve_role
 from squall.runtime.metrics_sender import MetricsSender
 from squall.runtime.protocol import HANDSHAKE_SECS, Connection, HandshakeGate
 from squall.runtime.stmgr_state import (RETRY_SECS, STALE_SECS, Close, Connect, Connected, ConnectTMaster,
                                         Disconnected, FramesArrived, LocalTask, PauseReading, Peer, PeerIn,
                                         PeerOut, Send, SendMetrics, StreamManagerState, Tick, Timer, TMasterLink,
                                         TMasterMoved, WriteBlocked)
+from squall.state import StateError
+
+if TYPE_CHECKING:
+    from squall.runtime.bootstrap import RuntimeEnv
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +59,7 @@ class StreamManager:
 
     def __init__(self, topology: str, secret: str, container: int, host: str, spouts: set,
                  high_bytes: int, low_bytes: int, max_frame: int,
-                 tmaster_locator: Optional[Callable[[], Any]] = None,
+                 tmaster_locator: Optional[Callable[[], Optional[schema.TMasterLocation]]] = None,
                  metrics_port: Optional[int] = None, heartbeat_secs: float = 5.0,
                  bucket_secs: float = 5.0, stale_secs: float = STALE_SECS, max_queue_secs: float = 1.0):
         self.topology = topology
@@ -71,16 +78,15 @@ class StreamManager:
         self.gate = HandshakeGate()
         self.metrics: Optional[MetricsSender] = None
         self.loop: Optional[asyncio.AbstractEventLoop] = None
-        self.closing = False
-        self.stopped = asyncio.Event()
+        self.lifecycle = Lifecycle("stream manager")
         self._events: collections.deque = collections.deque()
         self._handling = False
-        self._dials: dict = {}  # PeerOut, or TMasterLink (the class) for the topology master -> its task
-        self._handshakes: dict = {}  # outbound Connection -> future: its handshake finished (True) or failed
-        self._tasks: set = set()
+        # PeerOut, or TMasterLink (the class) for the topology master -> its task
+        self._dials: Dict[Union[PeerOut, Type[TMasterLink]], asyncio.Task] = {}
+        self._handshakes: Dict[Connection, asyncio.Future] = {}  # outbound -> its handshake finished (True) or not
 
     # events in -------------------------------------------------------------------------
-    def _handle(self, event: Any) -> None:
+    def _handle(self, event: object) -> None:
         """Hand ``event`` to the state and carry out its actions; events raised meanwhile wait their turn."""
         self._events.append(event)
         if self._handling:
@@ -98,7 +104,7 @@ class StreamManager:
         return who if who is not None and self.conns.get(who) is conn else None
 
     # Connection handler
-    def accept(self, conn: Connection, hello: Any) -> bool:
+    def accept(self, conn: Connection, hello: schema.Hello) -> bool:
         if hello.role == schema.Role.INSTANCE:
             if hello.container != self.container or hello.task_id is None:
                 log.warning("refusing instance %s of container %s", hello.task_id, hello.container)
@@ -138,7 +144,7 @@ class StreamManager:
         if who is None:
             return
         del self.conns[who]
-        if not self.closing:
+        if not self.lifecycle.stopping:
             self._handle(Disconnected(who, time.monotonic()))
 
     def write_paused(self, conn: Connection, paused: bool) -> None:
@@ -146,9 +152,9 @@ class StreamManager:
         if who is not None:
             self._handle(WriteBlocked(who, paused, time.monotonic()))
 
-    def on_tmaster_location(self, loc: Any) -> None:
+    def on_tmaster_location(self, loc: Optional[schema.TMasterLocation]) -> None:
         """The state manager's ``tmasters`` record changed."""
-        if not self.closing:
+        if not self.lifecycle.stopping:
             self._handle(TMasterMoved(loc))
 
     # actions out -----------------------------------------------------------------------
@@ -166,19 +172,19 @@ class StreamManager:
             who = conn = None  # the action may change the connections
             if type(a) is PauseReading:
                 spout = conns.get(a.who)
-                if spout is not None and not self.closing:  # flush_before_exit keeps reading paused
+                if spout is not None and not self.lifecycle.stopping:  # flush_before_exit keeps reading paused
                     spout.pause_reading(a.paused)
             elif type(a) is Close:
                 self._close(a.who, a.reason)
             elif type(a) is Connect:
-                if not self.closing:
+                if not self.lifecycle.stopping:
                     self._dial(a.who, self._connect_peer(a.who, a.host, a.port, a.delay))
             elif type(a) is ConnectTMaster:
-                if not self.closing and self.tmaster_locator is not None:
+                if not self.lifecycle.stopping and self.tmaster_locator is not None:
                     self._dial(TMasterLink, self._connect_tmaster(a.delay))
             elif type(a) is SendMetrics:
                 if self.metrics is not None:
-                    self._spawn(self.metrics.send(a.row))
+                    self.lifecycle.spawn(self.metrics.send(a.row), "metrics send", critical=False)
             elif type(a) is Timer:
                 self.loop.call_later(a.delay, self._handle, a.event)
             else:
@@ -197,12 +203,13 @@ class StreamManager:
             else:
                 conn.abort(reason)
 
-    def _dial(self, key: Any, coro: Any) -> None:
+    def _dial(self, key: Union[PeerOut, Type[TMasterLink]], coro: Coroutine[object, object, None]) -> None:
         """Run one connection attempt per key: a new one replaces the one under way."""
         old = self._dials.pop(key, None)
         if old is not None:
             old.cancel()
-        task = self._spawn(coro)
+        name = "connect to the topology master" if key is TMasterLink else f"connect to container {key.container}"
+        task = self.lifecycle.spawn(coro, name)
         self._dials[key] = task
         task.add_done_callback(lambda t: self._dials.get(key) is t and self._dials.pop(key))
 
@@ -232,7 +239,7 @@ class StreamManager:
 
     async def _connect_peer(self, who: PeerOut, host: str, port: int, delay: float) -> None:
         await asyncio.sleep(delay)
-        while not self.closing:
+        while not self.lifecycle.stopping:
             try:
                 if await self._open(who, host, port):
                     return
@@ -242,10 +249,10 @@ class StreamManager:
 
     async def _connect_tmaster(self, delay: float) -> None:
         await asyncio.sleep(delay)
-        while not self.closing:
+        while not self.lifecycle.stopping:
             try:
                 loc = await asyncio.to_thread(self.tmaster_locator)
-            except Exception as e:  # the state manager is unreachable for now
+            except StateError as e:  # the state manager is unreachable for now
                 log.info("cannot read the topology master's location: %s", e)
                 loc = None
             if loc is not None:
@@ -261,19 +268,13 @@ class StreamManager:
         return sum(c.unsent() for who, c in self.conns.items() if type(who) in (LocalTask, PeerOut))
 
     async def periodic(self) -> None:
-        while not self.closing:
+        while not self.lifecycle.stopping:
             self._handle(Tick(time.monotonic(), time.time(), self._transport_unsent()))
             await asyncio.sleep(self.tick_secs)
 
-    def _spawn(self, coro: Any) -> asyncio.Task:
-        task = self.loop.create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        task.add_done_callback(_log_failure)
-        return task
-
     async def serve(self, listener: socket.socket) -> None:
         self.loop = asyncio.get_running_loop()
+        self.lifecycle.bind(self.loop)
         self.state.data_port = listener.getsockname()[1]
         server = await self.loop.create_server(
             lambda: Connection(self, self.topology, self.secret, True, self.max_frame, gate=self.gate),
@@ -282,22 +283,18 @@ class StreamManager:
         self.metrics = MetricsSender(self.loop, self.topology, self.secret, self.max_frame,
                                      "127.0.0.1" if self.host in ("", "0.0.0.0") else self.host, self.metrics_port,
                                      {"role": schema.Role.STMGR, "container": self.container})
-        self._spawn(self.periodic())
+        self.lifecycle.spawn(self.periodic(), "tick")
         log.info("stream manager of container %d listening on port %d", self.container, self.state.data_port)
         try:
-            await self.stopped.wait()
+            await self.lifecycle.wait_stopping()
             await self.flush_before_exit()
         finally:
-            self.closing = True
             server.close()
-            for task in list(self._tasks):
-                task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await self.lifecycle.close()
 
     async def flush_before_exit(self, timeout: float = STOP_FLUSH_SECS) -> None:
         """Stop reading, then give frames already buffered for instances and peers up to
-        ``timeout`` to leave (bounded, so kill stays quick)."""
-        self.closing = True  # no reconnecting from here on
+        ``timeout`` to leave (bounded, so kill stays quick). The role is stopping: no reconnecting."""
         conns = [c for who, c in self.conns.items() if type(who) in (LocalTask, PeerOut)]
         for c in conns:
             c.pause_reading(True)
@@ -308,16 +305,11 @@ class StreamManager:
             await asyncio.sleep(0.01)
 
     def stop(self) -> None:
-        if self.loop is not None:
-            self.loop.call_soon_threadsafe(self.stopped.set)
+        """Stop (SIGTERM): from any thread."""
+        self.lifecycle.stop()
 
 
-def _log_failure(task: asyncio.Task) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("background task failed", exc_info=task.exception())
-
-
-def run(env: Any) -> int:
+def run(env: "RuntimeEnv") -> int:
     from squall.state import Kind
 
     spouts = {c.name for c in env.topology.components if c.kind == schema.ComponentKind.SPOUT}
@@ -334,15 +326,15 @@ def run(env: Any) -> int:
         max_queue_secs=float(env.config["squall.stmgr.max.queue.secs"]),
     )
     listener = socket.socket(fileno=int(env.launch["stmgr_fd"]))
-    loop = asyncio.new_event_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, sm.stop)
-    cancel = env.state.watch(Kind.TMASTER, env.name,
-                             lambda loc: loop.call_soon_threadsafe(sm.on_tmaster_location, loc))
-    try:
-        loop.run_until_complete(sm.serve(listener))
-    finally:
-        cancel()
-        loop.close()
-    log.info("stream manager stopped")
-    return 0
+
+    async def serve() -> None:
+        loop = asyncio.get_running_loop()
+        # registering a ZooKeeper watch reads the node: not on the loop
+        cancel = await asyncio.to_thread(env.state.watch, Kind.TMASTER, env.name,
+                                         lambda loc: loop.call_soon_threadsafe(sm.on_tmaster_location, loc))
+        try:
+            await sm.serve(listener)
+        finally:
+            cancel()
+
+    return serve_role(sm.lifecycle, serve)

@@ -4,7 +4,10 @@
 and the status in; a ``PhysicalPlan`` out once every container of the packing
 plan has registered with exactly its instances. ``MetricsStore``
 (``runtime/metrics_store.py``) aggregates the rows the metrics managers
-forward. ``TMaster`` is the asyncio shell.
+forward. ``TMaster`` is the asyncio shell; its background tasks (heartbeat
+checks, the state writer, the lease watch, checkpoint ticks, its metrics) are
+critical (``runtime/lifecycle.py``): one that dies stops the process with exit
+status 1, and its executor restarts it.
 """
 from __future__ import annotations
 
@@ -12,18 +15,22 @@ import asyncio
 import json
 import logging
 import os
-import signal
-import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from squall.idl import schema
 from squall.runtime.checkpoints import Broadcast, CheckpointCoordinator, Collect, Record, checkpoint_figures
+from squall.runtime.lifecycle import Lifecycle, serve_role
 from squall.runtime.metrics_sender import MetricsSender
 from squall.runtime.metrics_store import MetricsStore
 from squall.runtime.protocol import (Connection, HandshakeGate, ProtocolError, control_frame, decode_control,
                                      listen_socket)
+from squall.state import Election, Kind, Session, StateError
+from squall.state.storage import checkpoint_dir, checkpoint_ids
+
+if TYPE_CHECKING:
+    from squall.runtime.bootstrap import RuntimeEnv
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +57,8 @@ class ClientPeer:
 class PlanBuilder:
     """Registrations + packing plan + status -> physical plan (or None while incomplete)."""
 
-    def __init__(self, topology_name: str, tmaster: Any, packing: Any, status: int):
+    def __init__(self, topology_name: str, tmaster: schema.TMasterLocation, packing: schema.PackingPlan,
+                 status: int):
         self.topology_name = topology_name
         self.tmaster = tmaster
         self.packing = packing
@@ -60,7 +68,7 @@ class PlanBuilder:
     def known_containers(self) -> set:
         return {c.id for c in self.packing.containers}
 
-    def register(self, reg: Any) -> Optional[str]:
+    def register(self, reg: schema.RegisterStMgr) -> Optional[str]:
         """Record a registration; an error text when it is refused."""
         cid = reg.stmgr.container
         if cid not in self.known_containers():
@@ -87,7 +95,7 @@ class PlanBuilder:
                 out[c.id] = sorted(want - have)
         return out
 
-    def build(self) -> Optional[Any]:
+    def build(self) -> Optional[schema.PhysicalPlan]:
         if self.missing():
             return None
         stmgrs, instances = [], []
@@ -121,7 +129,7 @@ class TMaster:
 
     LEASE_CHECK_SECS = 0.2
 
-    def __init__(self, env: Any):
+    def __init__(self, env: "RuntimeEnv"):
         self.env = env
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self.builder: Optional[PlanBuilder] = None
@@ -129,11 +137,10 @@ class TMaster:
         self.stmgrs: dict = {}  # container -> Connection
         self.conns: set = set()  # every open connection, closed when leadership ends
         self.last_seen: dict = {}  # Connection -> monotonic time
-        self.published: Any = None
-        self.stopped = asyncio.Event()
-        self.stopping = threading.Event()  # for the election's worker thread
+        self.published: Optional[schema.PhysicalPlan] = None
+        self.lifecycle = Lifecycle("topology master")
         self.resigned = asyncio.Event()  # this term of leadership is over
-        self.election: Any = None
+        self.election: Optional[Election] = None
         self.hb_timeout = float(env.config["squall.heartbeat.timeout.secs"])
         self._writes: Optional[asyncio.Queue] = None
         self.unpublished = False  # a plan change came while leadership was unconfirmed
@@ -145,7 +152,7 @@ class TMaster:
         return self.builder is not None and not self.resigned.is_set()
 
     # connection handler ------------------------------------------------------------
-    def accept(self, conn: Connection, hello: Any) -> bool:
+    def accept(self, conn: Connection, hello: schema.Hello) -> bool:
         if not self.leading():
             log.info("refusing a connection: not the leading topology master")
             return False
@@ -202,7 +209,7 @@ class TMaster:
             else:
                 raise ProtocolError(f"unexpected control message from {who}")
 
-    def on_register(self, conn: Connection, reg: Any) -> None:
+    def on_register(self, conn: Connection, reg: schema.RegisterStMgr) -> None:
         cid = reg.stmgr.container
         error = self.builder.register(reg)
         if error is not None:
@@ -222,8 +229,6 @@ class TMaster:
 
     # plan ------------------------------------------------------------------------------
     def publish(self, force: bool = False) -> None:
-        from squall.state import Kind
-
         if not self.election.holds():  # suspended: published once leadership is confirmed again
             self.unpublished = True
             return
@@ -247,8 +252,6 @@ class TMaster:
     # checkpoints ---------------------------------------------------------------------------
     def carry_out(self, actions: list) -> None:
         """The checkpoint coordinator's actions, in order."""
-        from squall.state import Kind
-
         for action in actions:
             if isinstance(action, Broadcast):
                 frame = control_frame(checkpoint=action.message)
@@ -257,18 +260,17 @@ class TMaster:
             elif isinstance(action, Record):
                 self._writes.put_nowait((Kind.CHECKPOINTS, action.record, action.then))
             elif isinstance(action, Collect):
-                self.loop.create_task(asyncio.to_thread(self.collect, set(action.keep)))
+                self.lifecycle.spawn(asyncio.to_thread(self.collect, set(action.keep)), "collect checkpoints",
+                                     critical=False)
 
     def collect(self, keep: set) -> None:
         """Delete every checkpoint in storage but ``keep`` (a worker thread)."""
-        from squall.state.storage import checkpoint_dir, checkpoint_ids
-
         try:
             storage = self.env.checkpoint_storage()
             for cid in checkpoint_ids(storage, self.env.name):
                 if cid not in keep:
                     storage.delete(checkpoint_dir(self.env.name, cid))
-        except Exception as e:  # storage may be unreachable for a while: the next collection retries
+        except StateError as e:  # storage may be unreachable for a while: the next collection retries
             log.warning("cannot delete old checkpoints: %s", e)
 
     async def tick_checkpoints(self) -> None:
@@ -285,13 +287,13 @@ class TMaster:
                 continue
             try:
                 await asyncio.to_thread(self.env.state.put, kind, self.env.name, value)
-            except Exception as e:  # a StateError, or kazoo's own while the session is going
+            except StateError as e:  # the state manager is unreachable for now
                 log.warning("cannot write %s: %s", kind.value, e)
                 continue
             if self.leading():
                 self.carry_out(list(then))
 
-    def on_packing(self, packing: Any) -> None:
+    def on_packing(self, packing: Optional[schema.PackingPlan]) -> None:
         if self.builder is None or packing is None or packing == self.builder.packing:
             return
         log.info("packing plan changed to %s", packing.id)
@@ -301,7 +303,7 @@ class TMaster:
                 self.builder.unregister(cid)
         self.publish()
 
-    def on_execution(self, execution: Any) -> None:
+    def on_execution(self, execution: Optional[schema.ExecutionState]) -> None:
         if self.builder is None or execution is None or execution.status == self.builder.status:
             return
         log.info("status changed to %s", schema.TopologyStatus._VALUES_TO_NAMES.get(execution.status))
@@ -309,9 +311,7 @@ class TMaster:
         self.publish()
 
     # leadership --------------------------------------------------------------------------
-    def on_session(self, session: Any) -> None:
-        from squall.state import Session
-
+    def on_session(self, session: Session) -> None:
         if session is Session.LOST and self.builder is not None:
             self.step_down("the state manager session was lost")
 
@@ -334,10 +334,8 @@ class TMaster:
                 self.publish()
             await asyncio.sleep(self.LEASE_CHECK_SECS)
 
-    async def lead(self, location: Any) -> None:
+    async def lead(self, location: schema.TMasterLocation) -> None:
         """One term as leader: from winning the election until leadership ends or SIGTERM."""
-        from squall.state import Kind
-
         env = self.env
         self.resigned.clear()
         self.metrics = MetricsStore()
@@ -356,30 +354,32 @@ class TMaster:
             await asyncio.to_thread(watch, Kind.PACKING_PLAN, env.name, lambda p: call(self.on_packing, p)),
             await asyncio.to_thread(watch, Kind.EXECUTION_STATE, env.name, lambda e: call(self.on_execution, e)),
         ]
-        tasks = [self.loop.create_task(t) for t in (self.check_heartbeats(), self.write_state(),
-                                                     self.watch_lease())]
+        spawn = self.lifecycle.spawn
+        tasks = [spawn(self.check_heartbeats(), "check heartbeats"), spawn(self.write_state(), "write state"),
+                 spawn(self.watch_lease(), "watch the lease")]
         if self.checkpoints is not None:
-            tasks.append(self.loop.create_task(self.tick_checkpoints()))
+            tasks.append(spawn(self.tick_checkpoints(), "checkpoint ticks"))
         log.info("leading: topology master of %r serving on %s:%d", env.name, location.host,
                  location.control_port)
         try:
             done = self.loop.create_task(self.resigned.wait())
-            await asyncio.wait([done, self.loop.create_task(self.stopped.wait())],
-                               return_when=asyncio.FIRST_COMPLETED)
+            stopping = self.loop.create_task(self.lifecycle.wait_stopping())
+            await asyncio.wait([done, stopping], return_when=asyncio.FIRST_COMPLETED)
+            for waiter in (done, stopping):
+                waiter.cancel()
         finally:
             for cancel in cancels:
                 cancel()
             for task in tasks:
                 task.cancel()
-            self.step_down("stopping" if self.stopped.is_set() else "leadership ended")
+            self.step_down("stopping" if self.lifecycle.stopping else "leadership ended")
             self.builder = None
             self.checkpoints = None
-            if self.stopped.is_set() and self.election.holds():
+            if self.lifecycle.stopping and self.election.holds():
                 await asyncio.to_thread(env.state.delete, Kind.TMASTER, env.name)
 
     def checkpoint_coordinator(self) -> Optional[CheckpointCoordinator]:
         """This term's coordinator, from the record of earlier terms (a topology that checkpoints)."""
-        from squall.state import Kind
         from squall.stateful import checkpointing
 
         config = self.env.config
@@ -423,6 +423,7 @@ class TMaster:
     async def serve(self) -> None:
         env = self.env
         self.loop = asyncio.get_running_loop()
+        self.lifecycle.bind(self.loop)
         listener = listen_socket(env.bind_host, 0)
         port = listener.getsockname()[1]
         location = schema.TMasterLocation(topology_name=env.name, host=env.advertised_host, control_port=port,
@@ -430,11 +431,11 @@ class TMaster:
         self.election = env.state.election(env.name, f"{location.host}:{port} pid {location.pid}")
         env.state.add_listener(lambda session: self.loop.call_soon_threadsafe(self.on_session, session))
         server = await self.loop.create_server(lambda: _conn(self, env), sock=listener)
-        reporter = self.loop.create_task(self.report_metrics())
+        reporter = self.lifecycle.spawn(self.report_metrics(), "report metrics")
         try:
-            while not self.stopped.is_set():
+            while not self.lifecycle.stopping:
                 log.info("competing for leadership of %r", env.name)
-                if not await asyncio.to_thread(self.election.acquire, self.stopping):
+                if not await asyncio.to_thread(self.election.acquire, self.lifecycle.stop_requested):
                     break
                 await self.lead(location)
                 await asyncio.to_thread(self.election.release)
@@ -444,22 +445,14 @@ class TMaster:
             await asyncio.to_thread(self.election.release)
 
     def stop(self) -> None:
-        self.stopping.set()
-        self.stopped.set()
+        """Stop (SIGTERM): from any thread."""
+        self.lifecycle.stop()
 
 
-def _conn(handler: Any, env: Any) -> Connection:
+def _conn(handler: TMaster, env: "RuntimeEnv") -> Connection:
     return Connection(handler, env.name, env.secret, True, env.max_frame, gate=handler.gate)
 
 
-def run(env: Any) -> int:
+def run(env: "RuntimeEnv") -> int:
     tm = TMaster(env)
-    loop = asyncio.new_event_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, tm.stop)
-    try:
-        loop.run_until_complete(tm.serve())
-    finally:
-        loop.close()
-    log.info("topology master stopped")
-    return 0
+    return serve_role(tm.lifecycle, tm.serve)

@@ -51,7 +51,7 @@ class LocalStateManager(StateManager):
         self.poll_interval = poll_interval
         self._watches: list = []
         self._watch_lock = threading.Lock()
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
         self._poller: Optional[threading.Thread] = None
 
     # lifecycle ------------------------------------------------------------------
@@ -63,7 +63,7 @@ class LocalStateManager(StateManager):
             raise StateError(f"cannot create state directory {self.root}: {e.strerror}") from e
 
     def close(self) -> None:
-        self._stop.set()
+        self._stopping.set()
         if self._poller is not None and self._poller is not threading.current_thread():
             self._poller.join(timeout=2)
         self._poller = None
@@ -192,7 +192,7 @@ class LocalStateManager(StateManager):
         with self._watch_lock:
             self._watches.append(entry)
             if self._poller is None:
-                self._stop.clear()
+                self._stopping.clear()
                 self._poller = threading.Thread(target=self._poll, name="state-watch", daemon=True)
                 self._poller.start()
 
@@ -211,7 +211,7 @@ class LocalStateManager(StateManager):
             return None
 
     def _poll(self) -> None:
-        while not self._stop.wait(self.poll_interval):
+        while not self._stopping.wait(self.poll_interval):
             with self._watch_lock:
                 watches = list(self._watches)
             for entry in watches:
