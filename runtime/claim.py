@@ -17,7 +17,7 @@ import logging
 import os
 import socket
 import time
-from typing import Any, Optional
+from typing import Optional
 
 from squall.idl import schema
 from squall.state import AlreadyExists, Kind, StateError, StateManager, member
@@ -40,7 +40,7 @@ def claimable(state: StateManager, topology: str, service: str) -> list:
     return sorted(cid for cid, s in (location.services or {}).items() if s == service and cid in in_plan)
 
 
-def empty_status(container: int) -> Any:
+def empty_status(container: int) -> schema.ContainerStatus:
     """The record a claim creates: this executor, no process yet."""
     return schema.ContainerStatus(container=container, host=socket.gethostname(), executor_pid=os.getpid(),
                                   updated=time.time(), processes=[],

@@ -2,14 +2,21 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Protocol
 
 from squall.chaining import chains
 from squall.commandline import add_config_path_option, add_json_option, format_table, print_json
 from squall.state import Kind, open_state_manager
 
 
-def register(sub: Any) -> None:
+class Subcommands(Protocol):
+    """What ``ArgumentParser.add_subparsers()`` returns, as this module uses it."""
+
+    def add_parser(self, name: str, **kwargs: object) -> argparse.ArgumentParser:
+        ...
+
+
+def register(sub: Subcommands) -> None:
     p = sub.add_parser("metrics", help="per-component counts, rates and latencies of a running topology")
     p.add_argument("name", help="topology name")
     add_config_path_option(p)
@@ -68,5 +75,5 @@ def format_sources(sources: list) -> str:
     return format_table(["component", "task", "partition", "lag", "records/s", "bytes/s"], rows, right=right)
 
 
-def _value(v: Any) -> Any:
+def _value(v: object) -> object:
     return "-" if v is None else v

@@ -1,12 +1,13 @@
 """What the CLI uses to talk to a running topology's master."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 from squall.errors import SquallError
 from squall.idl import schema
 from squall.runtime.checkpoints import checkpoint_figures, describe_checkpoints
 from squall.runtime.protocol import BlockingConnection, ProtocolError, control_frame, decode_control
+from squall.state import StateManager
 
 __all__ = ["TMasterUnreachable", "describe_checkpoints", "query_metrics"]
 
@@ -26,14 +27,14 @@ POINT_FIELDS = ("ts", "secs", "emitted", "executed", "acked", "failed", "execute
                 "process_latency_ms", "complete_latency_ms", "backpressure_ms")
 
 
-def _summary(s: Any) -> dict:
+def _summary(s: schema.MetricsSummary) -> dict:
     out = {name: getattr(s, name) for name in FIELDS}
     out["errors"] = [{"time": e.time, "where": e.where, "error": e.error, "traceback": e.traceback}
                      for e in s.errors or []]
     return out
 
 
-def query_metrics(state_manager: Any, topology_name: str, timeout: float = 5.0,
+def query_metrics(state_manager: StateManager, topology_name: str, timeout: float = 5.0,
                   component: Optional[str] = None, window_secs: Optional[float] = None,
                   series: bool = False) -> dict:
     """Metrics of a running topology from its topology master.

@@ -24,12 +24,15 @@ import os
 import socket
 import struct
 import time
-from typing import Any, Optional
+from typing import Optional, Protocol, Type, TypeVar, Union
 
 from squall.errors import SquallError
 from squall.idl import DecodeError, decode, encode, schema
 
 log = logging.getLogger(__name__)
+
+Buffer = Union[bytes, bytearray, memoryview]  # a frame as read: the reader hands out views
+Struct = TypeVar("Struct")
 
 CHALLENGE, HELLO, DATA, CONTROL, ACK, MARKER = 1, 2, 3, 4, 5, 6
 FRAME_TYPES = {CHALLENGE: "CHALLENGE", HELLO: "HELLO", DATA: "DATA", CONTROL: "CONTROL", ACK: "ACK",
@@ -72,22 +75,22 @@ def data_frame(dest_task: int, payload: bytes, count: int = 0, ftype: int = DATA
     return HEADER.pack(len(payload) + 9, ftype) + DEST_COUNT.pack(dest_task, count) + payload
 
 
-def frame_count(frame_bytes: Any) -> int:
+def frame_count(frame_bytes: Buffer) -> int:
     """Tuples in a DATA frame, from its header."""
     return DEST_COUNT.unpack_from(frame_bytes, HEADER_SIZE)[1]
 
 
-def control_frame(**fields: Any) -> bytes:
+def control_frame(**fields: object) -> bytes:
     """A CONTROL frame with one field of the ``Control`` struct set."""
     return frame(CONTROL, encode(schema.Control(**fields)))
 
 
-def frame_dest(frame_bytes: Any) -> int:
+def frame_dest(frame_bytes: Buffer) -> int:
     """Destination task of a DATA frame (header only; the batch is not decoded)."""
     return DEST.unpack_from(frame_bytes, HEADER_SIZE)[0]
 
 
-def decode_body(frame_bytes: bytes, struct_type: type, what: str) -> Any:
+def decode_body(frame_bytes: Buffer, struct_type: Type[Struct], what: str) -> Struct:
     """The Thrift struct in a frame's body; a malformed one is a ProtocolError naming ``what``."""
     try:
         return decode(struct_type, bytes(frame_bytes[HEADER_SIZE:]))
@@ -95,7 +98,7 @@ def decode_body(frame_bytes: bytes, struct_type: type, what: str) -> Any:
         raise ProtocolError(f"malformed {what}: {e}") from e
 
 
-def decode_control(frame_bytes: bytes) -> Any:
+def decode_control(frame_bytes: Buffer) -> schema.Control:
     return decode_body(frame_bytes, schema.Control, "CONTROL frame")
 
 
@@ -123,7 +126,7 @@ def make_hello(secret: str, challenge_frame: bytes, role: int, container: int,
     return frame(HELLO, encode(hello))
 
 
-def check_hello(frame_bytes: bytes, topology: str, secret: str, nonce: bytes) -> Any:
+def check_hello(frame_bytes: bytes, topology: str, secret: str, nonce: bytes) -> schema.Hello:
     """The Hello of a HELLO frame if it proves the secret; ProtocolError otherwise."""
     if frame_bytes[4] != HELLO:
         raise ProtocolError(f"expected HELLO first, got frame type {frame_bytes[4]}")
@@ -260,7 +263,7 @@ class RateLimitedLog:
         self.last = float("-inf")
         self.suppressed = 0
 
-    def warning(self, msg: str, *args: Any, **kwargs: Any) -> None:
+    def warning(self, msg: str, *args: object, **kwargs: object) -> None:
         now = time.monotonic()
         if now - self.last < self.every:
             self.suppressed += 1
@@ -275,6 +278,22 @@ REFUSALS = RateLimitedLog(log)
 
 
 # --------------------------------------------------------------- asyncio
+class ConnectionHandler(Protocol):
+    """What a ``Connection`` reports to (the role's shell); ``write_paused(conn, paused)`` is optional."""
+
+    def accept(self, conn: "Connection", hello: schema.Hello) -> bool:
+        """Server side: the peer proved the secret; False refuses it (the connection closes)."""
+
+    def ready(self, conn: "Connection") -> None:
+        """The handshake is over: frames may flow."""
+
+    def frames(self, conn: "Connection", frames: list) -> None:
+        """Frames arrived, in order."""
+
+    def lost(self, conn: "Connection") -> None:
+        """The connection is gone (reported once)."""
+
+
 class Connection(asyncio.Protocol):
     """One authenticated connection of an asyncio process (stmgr, tmaster, metricsmgr).
 
@@ -286,7 +305,7 @@ class Connection(asyncio.Protocol):
     Client side: answers the CHALLENGE with a HELLO, then is ready.
     """
 
-    def __init__(self, handler: Any, topology: str, secret: str, server: bool,
+    def __init__(self, handler: ConnectionHandler, topology: str, secret: str, server: bool,
                  max_frame: int = DEFAULT_MAX_FRAME, hello_args: Optional[dict] = None,
                  name: str = "?", gate: Optional["HandshakeGate"] = None):
         self.handler = handler
@@ -296,20 +315,20 @@ class Connection(asyncio.Protocol):
         self.max_frame = max_frame
         self.reader = FrameReader(HANDSHAKE_MAX_FRAME)  # the peer's first frame must be small
         self.gate = gate
-        self._deadline: Any = None
+        self._deadline: Optional[asyncio.TimerHandle] = None
         self.hello_args = hello_args or {}
         self.name = name
         self.transport: Optional[asyncio.Transport] = None
         self.authenticated = False
-        self.hello: Any = None
+        self.hello: Optional[schema.Hello] = None
         self.nonce = b""
         self.closed = False
         self.paused = False  # reading paused (backpressure)
-        self.peer: Any = None  # the handler's identity for the other end (a typed value), once known
+        self.peer: object = None  # the handler's identity for the other end (a typed value), once known
         self.lost_reported = False
 
     # asyncio.Protocol -----------------------------------------------------
-    def connection_made(self, transport: Any) -> None:
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
         sock = transport.get_extra_info("socket")
         if sock is not None:

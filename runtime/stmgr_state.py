@@ -69,7 +69,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple, Optional, Union
+from typing import Callable, NamedTuple, Optional, Union
 
 from squall.idl import schema
 from squall.runtime.protocol import (ACK, CONTROL, DATA, DEST_COUNT, HEADER_SIZE, MARKER, ProtocolError,
@@ -135,7 +135,7 @@ class TMasterLink:
     pid: int
 
     @classmethod
-    def at(cls, location: Any) -> "TMasterLink":
+    def at(cls, location: schema.TMasterLocation) -> "TMasterLink":
         """The link to a ``TMasterLocation``."""
         return cls(location.host, location.control_port, location.pid)
 
@@ -182,7 +182,7 @@ class WriteBlocked:
 class TMasterMoved:
     """The state manager names a (new) topology master; None when no record exists."""
 
-    location: Any
+    location: Optional[schema.TMasterLocation]
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +252,7 @@ class ConnectTMaster:
 class SendMetrics:
     """Send this ``MetricsRow`` to the container's metrics manager."""
 
-    row: Any
+    row: schema.MetricsRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,7 +308,7 @@ class StreamManagerState:
         self.stale: dict = {}  # task -> (container, since): left the plan, maybe still alive
         self.peers: dict = {}  # container -> PeerLink
         self.tmaster: Optional[TMasterLink] = None  # connected
-        self.pplan: Any = None
+        self.pplan: Optional[schema.PhysicalPlan] = None
         self.pplan_frame: Optional[bytes] = None
 
         self.blocked: set = set()  # identities whose write buffer went over high and not yet under low
@@ -331,7 +331,7 @@ class StreamManagerState:
         self._next_heartbeat: Optional[float] = None
         self._next_metrics = 0.0
         self._last_wall = 0.0
-        self._handlers: dict[type, Callable[[Any], list]] = {
+        self._handlers: dict[type, Callable[..., list]] = {  # event type -> its handler
             FramesArrived: self._frames_arrived, Connected: self._connected, Disconnected: self._disconnected,
             WriteBlocked: self._write_blocked, TMasterMoved: self._tmaster_moved, Tick: self._tick,
             RegisterDue: self._register_due,
@@ -624,7 +624,7 @@ class StreamManagerState:
             self._update_congestion(out, now)
 
     # plan and retiring -----------------------------------------------------------------
-    def _set_plan(self, pplan: Any, raw_frame: bytes, out: list, now: float) -> None:
+    def _set_plan(self, pplan: schema.PhysicalPlan, raw_frame: bytes, out: list, now: float) -> None:
         self.pplan = pplan
         self.pplan_frame = raw_frame
         new = {i.id.task_id: i.container for i in pplan.instances}
@@ -666,7 +666,7 @@ class StreamManagerState:
                  schema.TopologyStatus._VALUES_TO_NAMES.get(pplan.status), len(pplan.instances), len(pplan.stmgrs))
 
     # checkpoints ---------------------------------------------------------------------
-    def _checkpoint(self, msg: Any, f: bytes, out: list, now: float) -> None:
+    def _checkpoint(self, msg: schema.CheckpointMessage, f: bytes, out: list, now: float) -> None:
         """A checkpoint step from the topology master, for local tasks: START to the spouts, the rest to
         every task. On RESTORE what is held here, or buffered for a down link, is of the old epoch: gone."""
         spouts_only = msg.step == schema.CheckpointStep.START
@@ -774,7 +774,7 @@ class StreamManagerState:
             self._register_pending = True
             out.append(Timer(REGISTER_DELAY_SECS, RegisterDue()))
 
-    def registration(self) -> Any:
+    def registration(self) -> schema.RegisterStMgr:
         instances = [
             schema.InstanceLocation(id=schema.InstanceId(component=dict(who.tasks)[task], task_id=task,
                                                          component_index=-1),
@@ -787,7 +787,7 @@ class StreamManagerState:
     def registration_frame(self) -> bytes:
         return control_frame(register_stmgr=self.registration())
 
-    def metrics_row(self, wall: float, interval: float, now: float, transport_unsent: int = 0) -> Any:
+    def metrics_row(self, wall: float, interval: float, now: float, transport_unsent: int = 0) -> schema.MetricsRow:
         """This bucket's row (and the counters start again)."""
         queued = {task: q.queued for task, q in self.queues.items()}
         user = {"frames_forwarded": self.forwarded_frames, "bytes_forwarded": self.forwarded_bytes,

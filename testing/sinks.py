@@ -13,7 +13,7 @@ import glob
 import json
 import os
 from collections import Counter
-from typing import Any, Mapping
+from typing import Hashable, Mapping
 
 from squall.component import TopologyContext, Tuple
 from squall.stateful import KeyValueState, StatefulBolt
@@ -24,10 +24,10 @@ OUT_KEY = "testing.out.dir"
 class CommittedCounts(StatefulBolt):
     """Counts ``key(tup)`` (by default its first value) at EFFECTIVELY_ONCE, committing at each checkpoint."""
 
-    def key(self, tup: Tuple) -> Any:
+    def key(self, tup: Tuple) -> Hashable:
         return tup.values[0]
 
-    def initialize(self, config: Mapping[str, Any], context: TopologyContext) -> None:
+    def initialize(self, config: Mapping[str, object], context: TopologyContext) -> None:
         self.out = os.path.join(config[OUT_KEY], f"count-{context.get_task_id()}.json")
 
     def init_state(self, state: KeyValueState) -> None:

@@ -10,7 +10,33 @@ from __future__ import annotations
 
 import csv
 import json
-from typing import Any, List, NamedTuple, Optional, Sequence
+from typing import TYPE_CHECKING, List, NamedTuple, Optional, Protocol, Sequence
+
+if TYPE_CHECKING:  # the Parquet writer's class; pyarrow is imported where a Parquet part is written
+    import pyarrow.parquet
+
+class OutputStream(Protocol):
+    """A file open for writing (a local file, or a pyarrow stream on HDFS)."""
+
+    def write(self, data: bytes) -> int:
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+class InputStream(Protocol):
+    """A file open for reading, seekable (a local file, or a pyarrow file on HDFS)."""
+
+    def read(self, n: int = -1) -> bytes:
+        ...
+
+    def seek(self, position: int) -> int:
+        ...
+
+    def close(self) -> None:
+        ...
+
 
 EXTENSIONS = {"parquet": "parquet", "jsonl": "jsonl"}
 ROW_GROUP_ROWS = 65536  # rows buffered before a Parquet row group is written
@@ -20,12 +46,12 @@ JSONL_BUFFER = 1 << 20  # bytes of JSON lines buffered before a write
 class PartWriter:
     """One open part file."""
 
-    def __init__(self, stream: Any, fields: Sequence[str]):
+    def __init__(self, stream: OutputStream, fields: Sequence[str]):
         self.stream = stream
         self.fields = list(fields)
         self.rows = 0
 
-    def add(self, values: Sequence[Any]) -> None:
+    def add(self, values: Sequence[object]) -> None:
         raise NotImplementedError
 
     def size(self) -> int:
@@ -38,13 +64,13 @@ class PartWriter:
 
 
 class JsonLinesWriter(PartWriter):
-    def __init__(self, stream: Any, fields: Sequence[str]):
+    def __init__(self, stream: OutputStream, fields: Sequence[str]):
         super().__init__(stream, fields)
         self.buffer: List[str] = []
         self.buffered = self.written = 0
         self._dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_jsonable).encode
 
-    def add(self, values: Sequence[Any]) -> None:
+    def add(self, values: Sequence[object]) -> None:
         line = self._dumps(dict(zip(self.fields, values)))
         self.buffer.append(line)
         self.buffered += len(line) + 1
@@ -68,7 +94,7 @@ class JsonLinesWriter(PartWriter):
         return self.written
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> object:
     if isinstance(value, bytes):
         return value.decode("utf-8", "backslashreplace")
     if isinstance(value, (set, tuple)):
@@ -77,13 +103,13 @@ def _jsonable(value: Any) -> Any:
 
 
 class ParquetWriter(PartWriter):
-    def __init__(self, stream: Any, fields: Sequence[str]):
+    def __init__(self, stream: OutputStream, fields: Sequence[str]):
         super().__init__(stream, fields)
-        self.buffer: List[Sequence[Any]] = []
-        self.writer: Any = None
+        self.buffer: List[Sequence[object]] = []
+        self.writer: Optional["pyarrow.parquet.ParquetWriter"] = None
         self.bytes_per_row = 64.0  # until the first row group says better
 
-    def add(self, values: Sequence[Any]) -> None:
+    def add(self, values: Sequence[object]) -> None:
         self.buffer.append(values)
         self.rows += 1
         if len(self.buffer) >= ROW_GROUP_ROWS:
@@ -125,7 +151,7 @@ class ParquetWriter(PartWriter):
         return size
 
 
-def part_writer(fmt: str, stream: Any, fields: Sequence[str]) -> PartWriter:
+def part_writer(fmt: str, stream: OutputStream, fields: Sequence[str]) -> PartWriter:
     return {"parquet": ParquetWriter, "jsonl": JsonLinesWriter}[fmt](stream, fields)
 
 
@@ -133,14 +159,14 @@ def part_writer(fmt: str, stream: Any, fields: Sequence[str]) -> PartWriter:
 class Record(NamedTuple):
     offset: int  # line or row number in the file, from 0
     end: int  # the reader's position after it (bytes for line formats, rows for Parquet)
-    record: Any  # the record, or None when it could not be decoded
+    record: object  # the record, or None when it could not be decoded
     error: Optional[str]  # why it could not be decoded
 
 
 class RecordReader:
     """Reads one file from a position: ``(offset, position)`` of the next record."""
 
-    def __init__(self, source: Any, offset: int, position: int):
+    def __init__(self, source: InputStream, offset: int, position: int):
         self.source = source
         self.offset = offset
         self.position = position
@@ -159,7 +185,7 @@ CHUNK = 1 << 20
 class LineReader(RecordReader):
     """Lines (``\\n``-terminated; a last line without one counts) from a byte position."""
 
-    def __init__(self, source: Any, offset: int, position: int):
+    def __init__(self, source: InputStream, offset: int, position: int):
         super().__init__(source, offset, position)
         source.seek(position)
         self.pending = b""
@@ -219,7 +245,7 @@ class CsvReader(LineReader):
     """CSV with a header line naming the fields; a record is a dict of strings. Offsets count data rows
     (the header is not one). A field may not hold a line break."""
 
-    def __init__(self, source: Any, offset: int, position: int):
+    def __init__(self, source: InputStream, offset: int, position: int):
         source.seek(0)
         header = source.read(CHUNK).split(b"\n", 1)
         self.header = next(csv.reader([header[0].decode("utf-8", "replace").rstrip("\r")]), [])
@@ -238,7 +264,7 @@ class CsvReader(LineReader):
 class ParquetReader(RecordReader):
     """Rows as dicts; the position is the row number."""
 
-    def __init__(self, source: Any, offset: int, position: int):
+    def __init__(self, source: InputStream, offset: int, position: int):
         import pyarrow.parquet as pq
 
         super().__init__(source, offset, offset)
@@ -272,6 +298,6 @@ class ParquetReader(RecordReader):
 READERS = {"text": LineReader, "jsonl": JsonLinesReader, "csv": CsvReader, "parquet": ParquetReader}
 
 
-def record_reader(fmt: str, source: Any, offset: int, position: int) -> RecordReader:
+def record_reader(fmt: str, source: InputStream, offset: int, position: int) -> RecordReader:
     return READERS[fmt](source, offset, position)
 

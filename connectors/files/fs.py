@@ -8,8 +8,13 @@ root, ``/``-separated. Errors are ``OSError`` naming the full path.
 from __future__ import annotations
 
 import os
-from typing import Any, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Iterator, NamedTuple
 from urllib.parse import urlparse
+
+from squall.connectors.files.formats import InputStream, OutputStream
+
+if TYPE_CHECKING:  # an extra (squall[files]): imported where a store is opened
+    import pyarrow.fs
 
 
 class FileEntry(NamedTuple):
@@ -25,7 +30,7 @@ def is_hidden(relpath: str) -> bool:
 class FileStore:
     """A root directory on a pyarrow filesystem."""
 
-    def __init__(self, fs: Any, root: str, uri: str):
+    def __init__(self, fs: "pyarrow.fs.FileSystem", root: str, uri: str):
         from pyarrow import fs as fs_module
 
         self.fs, self._fs_module = fs, fs_module
@@ -79,7 +84,7 @@ class FileStore:
         return path[len(root) + 1:] if root and path.startswith(root + "/") else path
 
     # writes --------------------------------------------------------------------------------------
-    def open_output(self, relpath: str) -> Any:
+    def open_output(self, relpath: str) -> OutputStream:
         """A new output stream at ``relpath`` (its folders made)."""
         full = self.full(relpath)
         try:
@@ -88,7 +93,7 @@ class FileStore:
         except OSError as e:
             raise OSError(f"cannot write {self._where(relpath)}: {e}") from e
 
-    def open_input(self, relpath: str) -> Any:
+    def open_input(self, relpath: str) -> InputStream:
         """A random-access file (seek, read)."""
         try:
             return self.fs.open_input_file(self.full(relpath))

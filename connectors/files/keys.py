@@ -6,7 +6,7 @@ is refused only when neither knows it (naming the nearest known one).
 from __future__ import annotations
 
 import difflib
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 from urllib.parse import urlparse
 
 PATH = "files.path"
@@ -33,7 +33,7 @@ KEYS: dict = {
 }
 
 
-def check_keys(config: Mapping[str, Any]) -> None:
+def check_keys(config: Mapping[str, object]) -> None:
     """Refuse a ``files.*`` key no file connector knows, naming the nearest known one."""
     for key in config:
         if isinstance(key, str) and key.startswith("files.") and key not in KEYS:
@@ -42,14 +42,14 @@ def check_keys(config: Mapping[str, Any]) -> None:
             raise ValueError(f"unknown file connector key {key!r}{hint}")
 
 
-def path(config: Mapping[str, Any]) -> str:
+def path(config: Mapping[str, object]) -> str:
     value = config.get(PATH)
     if value is None or str(value).strip() == "":
         raise ValueError(f"{PATH} is not set: {KEYS[PATH][1]}")
     return str(value).strip()
 
 
-def check_path(config: Mapping[str, Any]) -> None:
+def check_path(config: Mapping[str, object]) -> None:
     """When ``files.path`` is set (it may also come with ``--config-property``), its scheme is one the
     connectors open: none, ``file``, ``hdfs`` or ``viewfs``."""
     value = config.get(PATH)
@@ -60,7 +60,7 @@ def check_path(config: Mapping[str, Any]) -> None:
         raise ValueError(f"{PATH} {value!r}: unknown scheme {scheme!r} (a directory, file:// or hdfs://)")
 
 
-def file_format(config: Mapping[str, Any], choices: Sequence[str]) -> str:
+def file_format(config: Mapping[str, object], choices: Sequence[str]) -> str:
     """The format named by ``files.format`` (the first choice by default), one of ``choices``."""
     value = config.get(FORMAT)
     value = choices[0] if value is None or value == "" else str(value).strip().lower()
@@ -70,7 +70,7 @@ def file_format(config: Mapping[str, Any], choices: Sequence[str]) -> str:
     return value
 
 
-def positive(config: Mapping[str, Any], key: str) -> float:
+def positive(config: Mapping[str, object], key: str) -> float:
     value = config.get(key)
     if value is None:
         return float(KEYS[key][0])
@@ -85,7 +85,7 @@ def positive(config: Mapping[str, Any], key: str) -> float:
     return number
 
 
-def field_list(config: Mapping[str, Any], key: str) -> list:
+def field_list(config: Mapping[str, object], key: str) -> list:
     """A list of field names given as a list or a comma-separated string."""
     value = config.get(key) or []
     names = [n.strip() for n in value.split(",")] if isinstance(value, str) else list(value)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import secrets
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Iterable, Mapping, Optional, Sequence
 from urllib.parse import quote
 
 from squall.stateful import key_group, owned_groups
@@ -69,7 +69,7 @@ def parse_hidden(relpath: str) -> Optional[HiddenPart]:
     return HiddenPart(folder, final, int(m.group(2)), checkpoint)
 
 
-def partition_folder(fields: Sequence[str], values: Sequence[Any]) -> str:
+def partition_folder(fields: Sequence[str], values: Sequence[object]) -> str:
     """Hive-style ``field=value/...`` folders (values escaped as Hive does; None is Hive's null)."""
     return "/".join(f"{f}={HIVE_NULL if v is None else quote(str(v), safe=' ')}" for f, v in zip(fields, values))
 
@@ -103,11 +103,11 @@ def marker_keys(groups: int) -> dict:
     return out
 
 
-def is_marker(key: Any) -> bool:
+def is_marker(key: object) -> bool:
     return isinstance(key, tuple) and len(key) == 2 and key[0] == _MARKER
 
 
-def owned_markers(markers: Mapping[int, Any], index: int, parallelism: int, groups: int) -> list:
+def owned_markers(markers: Mapping[int, object], index: int, parallelism: int, groups: int) -> list:
     """The marker keys task ``index`` of ``parallelism`` saves: those of the groups it owns."""
     return [markers[g] for g in owned_groups(index, parallelism, groups)]
 

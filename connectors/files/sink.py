@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 from squall.component import TICK_FREQ_KEY, TopologyContext, Tuple
 from squall.metrics import CountMetric
@@ -53,7 +53,7 @@ class FileSink(StatefulBolt):
 
     # checks ----------------------------------------------------------------------------------------
     @classmethod
-    def check_config(cls, config: Mapping[str, Any]) -> None:
+    def check_config(cls, config: Mapping[str, object]) -> None:
         K.check_keys(config)
         K.check_path(config)  # it may come with --config-property: preflight requires it
         K.file_format(config, K.SINK_FORMATS)
@@ -72,11 +72,11 @@ class FileSink(StatefulBolt):
                                  "its part is committed, so it would time out and be replayed for ever")
 
     @classmethod
-    def preflight(cls, config: Mapping[str, Any]) -> None:
+    def preflight(cls, config: Mapping[str, object]) -> None:
         FileStore.open(K.path(config)).check_writable()
 
     # life ------------------------------------------------------------------------------------------
-    def initialize(self, config: Mapping[str, Any], context: TopologyContext) -> None:
+    def initialize(self, config: Mapping[str, object], context: TopologyContext) -> None:
         self.context = context
         self.store = FileStore.open(K.path(config))
         self.format = K.file_format(config, K.SINK_FORMATS)
@@ -183,7 +183,7 @@ class FileSink(StatefulBolt):
         for key in [k for k, p in self.open.items() if self.policy.due(p.writer.size(), p.opened_at, now)]:
             self._roll(key)
 
-    def _open_part(self, key: tuple, row_fields: Any) -> OpenPart:
+    def _open_part(self, key: tuple, row_fields: Sequence[str]) -> OpenPart:
         index, _ = self._index()
         name = final_name(index, self.token, self.seq, self.ext)
         self.seq += 1

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from typing import Any, Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from squall.component import TopologyContext
 from squall.metrics import CountMetric
@@ -47,7 +47,7 @@ class FileSpout(StatefulSpout):
     fields: Optional[Sequence[str]] = None
     outputs = [Stream(["file", "offset", "record"]), Stream(["file", "offset", "reason"], name=ERRORS)]
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if cls.fields is not None and "outputs" not in cls.__dict__:
             cls.outputs = [Stream(["file", "offset", *cls.fields]),
@@ -55,7 +55,7 @@ class FileSpout(StatefulSpout):
 
     # checks ----------------------------------------------------------------------------------------
     @classmethod
-    def check_config(cls, config: Mapping[str, Any]) -> None:
+    def check_config(cls, config: Mapping[str, object]) -> None:
         K.check_keys(config)
         K.check_path(config)  # it may come with --config-property: preflight requires it
         fmt = K.file_format(config, K.SPOUT_FORMATS)
@@ -68,13 +68,13 @@ class FileSpout(StatefulSpout):
                              "or parquet")
 
     @classmethod
-    def preflight(cls, config: Mapping[str, Any]) -> None:
+    def preflight(cls, config: Mapping[str, object]) -> None:
         store = FileStore.open(K.path(config))
         if not store.is_dir():
             raise ValueError(f"{K.PATH} {store.uri}: no such directory")
 
     # life ------------------------------------------------------------------------------------------
-    def initialize(self, config: Mapping[str, Any], context: TopologyContext) -> None:
+    def initialize(self, config: Mapping[str, object], context: TopologyContext) -> None:
         self.context = context
         self.store = FileStore.open(K.path(config))
         self.format = K.file_format(config, K.SPOUT_FORMATS)
@@ -226,7 +226,7 @@ class FileSpout(StatefulSpout):
             self.emit_many(values, ids)
 
     # ATLEAST_ONCE ----------------------------------------------------------------------------------
-    def ack(self, tup_id: Any) -> None:
+    def ack(self, tup_id: object) -> None:
         if self.inflight.pop(tup_id, None) is None:
             return  # of a run before the last rollback
         path, offset = tup_id
@@ -234,6 +234,6 @@ class FileSpout(StatefulSpout):
         if tracker is not None and tracker.ack(offset):
             self._save_tracker(path, tracker)
 
-    def fail(self, tup_id: Any) -> None:
+    def fail(self, tup_id: object) -> None:
         if tup_id in self.inflight:
             self.failed.append(tup_id)

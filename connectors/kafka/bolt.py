@@ -16,13 +16,19 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from typing import Any, Mapping, Optional
+from typing import TYPE_CHECKING, Mapping, Optional, Union
 
 from squall.connectors.kafka import commits
 from squall.connectors.kafka.common import BOOTSTRAP, check_cluster, check_keys, client_config, required
 from squall.connectors.kafka.records import encoder
 from squall.metrics import CountMetric, MeanMetric
+from squall.component import TopologyContext, Tuple, TupleBatch
 from squall.stateful import KeyValueState, StatefulBolt
+
+if TYPE_CHECKING:  # an extra (squall[kafka]): imported where a producer is made
+    import confluent_kafka
+
+    from squall.connectors.kafka.transactions import TransactionalWriter
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +38,7 @@ COMMITS = "kafka.commits.topic"
 TIMEOUT = 30.0  # seconds a Kafka call of the transactional sink may take
 
 
-def commits_topic(config: Mapping[str, Any]) -> str:
+def commits_topic(config: Mapping[str, object]) -> str:
     """``kafka.commits.topic``, by default ``<kafka.topic>.squall-commits``."""
     value = config.get(COMMITS)
     return str(value).strip() if value else f"{required(config, TOPIC)}.squall-commits"
@@ -48,7 +54,7 @@ class KafkaBolt(StatefulBolt):
 
     # -------------------------------------------------------------- checks before a launch
     @classmethod
-    def check_config(cls, config: Mapping[str, Any]) -> None:
+    def check_config(cls, config: Mapping[str, object]) -> None:
         check_keys(config)
         required(config, BOOTSTRAP)
         required(config, TOPIC)
@@ -71,14 +77,14 @@ class KafkaBolt(StatefulBolt):
                                  "need a topic of their own")
 
     @classmethod
-    def preflight(cls, config: Mapping[str, Any]) -> None:
+    def preflight(cls, config: Mapping[str, object]) -> None:
         topics = [required(config, TOPIC)]
         if config.get(MODE) == "EFFECTIVELY_ONCE":
             topics.append(commits_topic(config))
         check_cluster(config, topics)
 
     # -------------------------------------------------------------- every mode
-    def initialize(self, config: Mapping[str, Any], context: Any) -> None:
+    def initialize(self, config: Mapping[str, object], context: TopologyContext) -> None:
         self.mode = config.get(MODE, "ATMOST_ONCE")
         self.topic = required(config, TOPIC)
         self.client = client_config(config, "producer")
@@ -88,8 +94,8 @@ class KafkaBolt(StatefulBolt):
         self.context = context
         self.commits = commits_topic(config)
         self.encoders: dict = {}  # (component, stream) -> tuple values -> (key, value)
-        self.producer: Any = None
-        self.writer: Any = None  # the transactional producer (EFFECTIVELY_ONCE)
+        self.producer: Optional["confluent_kafka.Producer"] = None
+        self.writer: Optional["TransactionalWriter"] = None  # the transactional producer (EFFECTIVELY_ONCE)
         self.state = KeyValueState()
         self.buffer: list = []
         # metrics (docs/metrics.md, a task's ``user`` figures): records handed to Kafka (at least once:
@@ -102,7 +108,7 @@ class KafkaBolt(StatefulBolt):
 
             self.producer = Producer(self.client)
 
-    def _records(self, source: Any, values: list) -> list:
+    def _records(self, source: Union[Tuple, TupleBatch], values: list) -> list:
         """``(key, value)`` records of tuple values from ``source`` (a tuple or a batch: its component,
         stream and fields)."""
         encode = self.encoders.get((source.component, source.stream))
@@ -111,11 +117,11 @@ class KafkaBolt(StatefulBolt):
                 source.fields, self.key_field, self.value_field)
         return [encode(v) for v in values]
 
-    def process(self, tup: Any) -> None:
+    def process(self, tup: Tuple) -> None:
         if not self._write(self._records(tup, [tup.values])):
             self.fail(tup)
 
-    def process_batch(self, batch: Any) -> None:
+    def process_batch(self, batch: TupleBatch) -> None:
         """A received run: acked when this returns (``auto_ack``), failed when a record was not confirmed."""
         if not self._write(self._records(batch, batch.values)):
             self.fail(batch)
@@ -156,7 +162,7 @@ class KafkaBolt(StatefulBolt):
         refused: list = []
         confirmed = [0]
 
-        def delivered(err: Any, msg: Any) -> None:
+        def delivered(err: Optional["confluent_kafka.KafkaError"], msg: "confluent_kafka.Message") -> None:
             if err is None:
                 confirmed[0] += 1
             else:
@@ -199,7 +205,7 @@ class KafkaBolt(StatefulBolt):
         owner = f"{tid}.{uuid.uuid4().hex[:12]}"
         self.entry = commits.new_entry(tid, owner, self.writer.end_offset(owner))
 
-    def _writer(self, tid: str) -> Any:
+    def _writer(self, tid: str) -> "TransactionalWriter":
         from squall.connectors.kafka.transactions import TransactionalWriter
 
         return TransactionalWriter(self.client, self.topic, self.commits, tid, TIMEOUT).start()

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from typing import Any, Iterable, Optional
+from typing import Iterable, Optional
 
 ENTRY = "kafka.bolt.pending"  # a state key is (ENTRY, tid)
 
@@ -28,7 +28,7 @@ def entry_key(tid: str) -> tuple:
     return (ENTRY, tid)
 
 
-def is_entry_key(key: Any) -> bool:
+def is_entry_key(key: object) -> bool:
     return isinstance(key, tuple) and len(key) == 2 and key[0] == ENTRY
 
 

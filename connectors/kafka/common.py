@@ -7,7 +7,7 @@ a key is refused only when neither knows it (naming the nearest known one).
 from __future__ import annotations
 
 import difflib
-from typing import Any, Iterable, Mapping
+from typing import Iterable, Mapping
 
 BOOTSTRAP = "kafka.bootstrap.servers"
 PASS_THROUGH = ("kafka.consumer.", "kafka.producer.")
@@ -34,7 +34,7 @@ KEYS: dict = {
 }
 
 
-def check_keys(config: Mapping[str, Any]) -> None:
+def check_keys(config: Mapping[str, object]) -> None:
     """Refuse a ``kafka.*`` key no Kafka connector knows, naming the nearest known one."""
     for key in config:
         if key.startswith("kafka.") and key not in KEYS and not key.startswith(PASS_THROUGH):
@@ -43,7 +43,7 @@ def check_keys(config: Mapping[str, Any]) -> None:
             raise ValueError(f"unknown Kafka connector key {key!r}{hint}")
 
 
-def required(config: Mapping[str, Any], key: str) -> str:
+def required(config: Mapping[str, object], key: str) -> str:
     """A key that must be set, as a non-empty string."""
     value = config.get(key)
     if value is None or str(value).strip() == "":
@@ -51,7 +51,7 @@ def required(config: Mapping[str, Any], key: str) -> str:
     return str(value).strip()
 
 
-def client_config(config: Mapping[str, Any], role: str) -> dict:
+def client_config(config: Mapping[str, object], role: str) -> dict:
     """librdkafka properties for a ``consumer`` or ``producer``: the bootstrap servers, then every
     ``kafka.<role>.<property>`` key with its prefix taken off."""
     prefix = f"kafka.{role}."
@@ -60,7 +60,7 @@ def client_config(config: Mapping[str, Any], role: str) -> dict:
     return out
 
 
-def check_cluster(config: Mapping[str, Any], topics: Iterable[str], timeout: float = 5.0) -> None:
+def check_cluster(config: Mapping[str, object], topics: Iterable[str], timeout: float = 5.0) -> None:
     """The brokers answer and every topic exists (a consumer that does not auto-create topics asks).
     ``OSError`` for brokers that do not answer, ``ValueError`` for a missing topic: one line each."""
     from confluent_kafka import Consumer, KafkaException

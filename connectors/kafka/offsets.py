@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from typing import Any, Dict, List, Tuple
+from typing import Dict, List, Tuple
 
 
 @dataclass(frozen=True)
@@ -35,12 +35,12 @@ class PartitionOffsets:
     def __init__(self, start: int, backoff: Backoff = Backoff()):
         self.position = start  # the next offset to read
         self.backoff = backoff
-        self.open: Dict[int, Any] = {}  # offset -> values, in offset order (records are read in order)
+        self.open: Dict[int, object] = {}  # offset -> values, in offset order (records are read in order)
         self.failures: Dict[int, int] = {}  # offset -> times failed
         self.retries: List[Tuple[float, int]] = []  # heap of (due, offset)
         self.waiting: set = set()  # offsets failed and not yet emitted again
 
-    def emitted(self, offset: int, values: Any) -> None:
+    def emitted(self, offset: int, values: object) -> None:
         """Record ``offset`` was read and emitted with an id."""
         self.open[offset] = values
         self.position = max(self.position, offset + 1)
@@ -68,7 +68,7 @@ class PartitionOffsets:
         heapq.heappush(self.retries, (now + self.backoff.delay(failures), offset))
         return True
 
-    def due(self, now: float) -> List[Tuple[int, Any]]:
+    def due(self, now: float) -> List[Tuple[int, object]]:
         """``(offset, values)`` of the failed records whose backoff is over, in the order they fell due;
         they count as emitted again (open, no longer waiting)."""
         out = []

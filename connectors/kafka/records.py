@@ -10,7 +10,7 @@ default, the whole tuple as a JSON object of field -> value. A field's value goe
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 FORMATS = ("utf-8", "bytes", "json")
 Record = tuple  # (key: bytes | None, value: bytes)
@@ -21,7 +21,7 @@ def _utf8(raw: bytes) -> str:
     return raw.decode("utf-8")
 
 
-def _json(raw: bytes) -> Any:
+def _json(raw: bytes) -> object:
     return json.loads(raw)
 
 
@@ -29,7 +29,7 @@ def _bytes(raw: bytes) -> bytes:
     return raw
 
 
-def decoder(fmt: str) -> Callable[[bytes], Any]:
+def decoder(fmt: str) -> Callable[[bytes], object]:
     """The value decoder of a format: ``UnicodeDecodeError`` / ``ValueError`` for a record it cannot read."""
     try:
         return {"utf-8": _utf8, "bytes": _bytes, "json": _json}[fmt]
@@ -37,7 +37,7 @@ def decoder(fmt: str) -> Callable[[bytes], Any]:
         raise ValueError(f"kafka.value.format is {fmt!r}: expected one of {', '.join(FORMATS)}") from None
 
 
-def key_decoder(fmt: str) -> Callable[[bytes], Any]:
+def key_decoder(fmt: str) -> Callable[[bytes], object]:
     """Keys are text (utf-8) but with ``bytes``, where they stay bytes."""
     return _bytes if fmt == "bytes" else _utf8
 
@@ -47,13 +47,13 @@ def reason(error: Exception, what: str) -> str:
     return f"{what}: {type(error).__name__}: {error}"
 
 
-def decode_or_none(decode: Callable[[bytes], Any], raw: Optional[bytes]) -> Any:
+def decode_or_none(decode: Callable[[bytes], object], raw: Optional[bytes]) -> object:
     """A tombstone (no value) or no key stays None."""
     return None if raw is None else decode(raw)
 
 
 # ------------------------------------------------------------------ written
-def to_bytes(value: Any) -> Optional[bytes]:
+def to_bytes(value: object) -> Optional[bytes]:
     """A field value as record bytes: bytes as is, str as UTF-8, None as None (a null key or a tombstone),
     anything else as JSON."""
     if value is None or isinstance(value, bytes):
@@ -63,7 +63,7 @@ def to_bytes(value: Any) -> Optional[bytes]:
     return json.dumps(value, separators=(",", ":")).encode("utf-8")
 
 
-def encoder(fields: Sequence[str], key_field: Optional[str], value_field: Optional[str]) -> Callable[[Sequence[Any]], Record]:
+def encoder(fields: Sequence[str], key_field: Optional[str], value_field: Optional[str]) -> Callable[[Sequence[object]], Record]:
     """A function from a tuple's values (in ``fields`` order) to its ``(key, value)`` record.
     ``ValueError`` names a key or value field the input stream does not have."""
     fields = list(fields)
@@ -78,13 +78,13 @@ def encoder(fields: Sequence[str], key_field: Optional[str], value_field: Option
         return lambda values: (to_bytes(values[k]), to_bytes(values[v]))
     dumps = json.JSONEncoder(separators=(",", ":"), default=_default).encode
 
-    def whole(values: Sequence[Any]) -> Record:
+    def whole(values: Sequence[object]) -> Record:
         return (to_bytes(values[k]) if k is not None else None,
                 dumps(dict(zip(fields, values))).encode("utf-8"))
     return whole
 
 
-def _default(value: Any) -> Any:
+def _default(value: object) -> object:
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     if isinstance(value, (tuple, set, frozenset)):

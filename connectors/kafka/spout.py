@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Tuple
 
 from squall.component import TopologyContext
 from squall.connectors.kafka import common
@@ -33,6 +33,9 @@ from squall.connectors.kafka.records import FORMATS, decoder, key_decoder, reaso
 from squall.metrics import SOURCE_PARTITIONS, CountMetric, MultiCountMetric, SourcePartitions
 from squall.stateful import KeyValueState, StatefulSpout
 from squall.stream import Stream
+
+if TYPE_CHECKING:  # an extra (squall[kafka]): imported where a consumer is made
+    import confluent_kafka
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +67,7 @@ class Settings:
     retry: Backoff = Backoff()
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> "Settings":
+    def from_config(cls, config: Mapping[str, object]) -> "Settings":
         common.check_keys(config)
         common.required(config, common.BOOTSTRAP)
         raw = common.required(config, "kafka.topics")
@@ -86,7 +89,7 @@ class Settings:
                    retry=Backoff(first, 2.0, max(first, _positive(config, "kafka.retry.max.secs", 30.0))))
 
 
-def _positive(config: Mapping[str, Any], key: str, default: float) -> float:
+def _positive(config: Mapping[str, object], key: str, default: float) -> float:
     value = config.get(key)
     if value is None:
         return default
@@ -108,15 +111,15 @@ class KafkaSpout(StatefulSpout):
 
     # checks ---------------------------------------------------------------------------
     @classmethod
-    def check_config(cls, config: Mapping[str, Any]) -> None:
+    def check_config(cls, config: Mapping[str, object]) -> None:
         Settings.from_config(config)
 
     @classmethod
-    def preflight(cls, config: Mapping[str, Any]) -> None:
+    def preflight(cls, config: Mapping[str, object]) -> None:
         common.check_cluster(config, Settings.from_config(config).topics)
 
     # life -----------------------------------------------------------------------------
-    def initialize(self, config: Mapping[str, Any], context: TopologyContext) -> None:
+    def initialize(self, config: Mapping[str, object], context: TopologyContext) -> None:
         from confluent_kafka import Consumer
 
         self.settings = Settings.from_config(config)
@@ -258,7 +261,7 @@ class KafkaSpout(StatefulSpout):
             self._pause_full()
 
     # at least once ----------------------------------------------------------------------
-    def ack(self, tup_id: Any) -> None:
+    def ack(self, tup_id: object) -> None:
         topic, partition, offset = tup_id
         tp = (topic, partition)
         part = self.open.get(tp)
@@ -267,7 +270,7 @@ class KafkaSpout(StatefulSpout):
             if not self.backpressure:
                 self.consumer.resume([_tp(tp)])
 
-    def fail(self, tup_id: Any) -> None:
+    def fail(self, tup_id: object) -> None:
         topic, partition, offset = tup_id
         part = self.open.get((topic, partition))
         if part is not None:
@@ -392,11 +395,11 @@ class KafkaSpout(StatefulSpout):
         self.committed.update(changed)
         return True
 
-    def _on_commit(self, error: Any, partitions: list) -> None:
+    def _on_commit(self, error: Optional["confluent_kafka.KafkaError"], partitions: list) -> None:
         if error is not None:
             self._on_error(error)
 
-    def _on_error(self, error: Any) -> None:
+    def _on_error(self, error: "confluent_kafka.KafkaError") -> None:
         """librdkafka's errors (it reconnects by itself): counted, logged once per kind in a while."""
         from confluent_kafka import KafkaError
 
@@ -407,7 +410,7 @@ class KafkaSpout(StatefulSpout):
         self.client_errors.incr(name)
         self._log_once(name, "Kafka client error: %s", error)
 
-    def _log_once(self, kind: str, message: str, *args: Any) -> None:
+    def _log_once(self, kind: str, message: str, *args: object) -> None:
         """Log a problem, and report it as the task's error (``squall show``, the UI), once per kind in
         ``ERROR_LOG_SECS``."""
         now = time.monotonic()
@@ -430,7 +433,7 @@ class KafkaSpout(StatefulSpout):
         return out
 
 
-def _tp(tp: TP, offset: Optional[int] = None) -> Any:
+def _tp(tp: TP, offset: Optional[int] = None) -> "confluent_kafka.TopicPartition":
     from confluent_kafka import TopicPartition
 
     return TopicPartition(tp[0], tp[1]) if offset is None else TopicPartition(tp[0], tp[1], offset)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping, Optional
+
+if TYPE_CHECKING:  # an extra (squall[kafka]): imported where a producer is made
+    import confluent_kafka
 
 from squall.connectors.kafka import commits
 
@@ -23,10 +26,10 @@ class TransactionalWriter:
     its open transaction, or completes one it was committing), then ``commit`` writes records and a
     commit marker atomically."""
 
-    def __init__(self, client: Mapping[str, Any], topic: str, commits_topic: str, tid: str, timeout: float):
+    def __init__(self, client: Mapping[str, object], topic: str, commits_topic: str, tid: str, timeout: float):
         self.client = dict(client)
         self.topic, self.commits_topic, self.tid, self.timeout = topic, commits_topic, tid, timeout
-        self.producer: Any = None
+        self.producer: Optional["confluent_kafka.Producer"] = None
         self.partitions = 0
 
     def start(self) -> "TransactionalWriter":
