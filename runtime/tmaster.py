@@ -342,31 +342,35 @@ class TMaster:
         self.published = None
         self.stmgrs.clear()
         self._writes = asyncio.Queue()
-        get = env.state.get
-        execution = await asyncio.to_thread(get, Kind.EXECUTION_STATE, env.name) or env.execution
-        packing = await asyncio.to_thread(get, Kind.PACKING_PLAN, env.name) or env.packing
-        await asyncio.to_thread(env.state.put, Kind.TMASTER, env.name, location)
-        self.checkpoints = await asyncio.to_thread(self.checkpoint_coordinator)  # before any plan is published
-        self.builder = PlanBuilder(env.name, location, packing, execution.status)
-        call = self.loop.call_soon_threadsafe
-        watch = env.state.watch  # registering a ZooKeeper watch reads the node: not on the loop
-        cancels = [
-            await asyncio.to_thread(watch, Kind.PACKING_PLAN, env.name, lambda p: call(self.on_packing, p)),
-            await asyncio.to_thread(watch, Kind.EXECUTION_STATE, env.name, lambda e: call(self.on_execution, e)),
-        ]
-        spawn = self.lifecycle.spawn
-        tasks = [spawn(self.check_heartbeats(), "check heartbeats"), spawn(self.write_state(), "write state"),
-                 spawn(self.watch_lease(), "watch the lease")]
-        if self.checkpoints is not None:
-            tasks.append(spawn(self.tick_checkpoints(), "checkpoint ticks"))
-        log.info("leading: topology master of %r serving on %s:%d", env.name, location.host,
-                 location.control_port)
+        cancels: list = []
+        tasks: list = []
         try:
+            get = env.state.get
+            execution = await asyncio.to_thread(get, Kind.EXECUTION_STATE, env.name) or env.execution
+            packing = await asyncio.to_thread(get, Kind.PACKING_PLAN, env.name) or env.packing
+            await asyncio.to_thread(env.state.put, Kind.TMASTER, env.name, location)
+            self.checkpoints = await asyncio.to_thread(self.checkpoint_coordinator)  # before any plan is published
+            self.builder = PlanBuilder(env.name, location, packing, execution.status)
+            call = self.loop.call_soon_threadsafe
+            watch = env.state.watch  # registering a ZooKeeper watch reads the node: not on the loop
+            cancels.append(await asyncio.to_thread(watch, Kind.PACKING_PLAN, env.name,
+                                                   lambda p: call(self.on_packing, p)))
+            cancels.append(await asyncio.to_thread(watch, Kind.EXECUTION_STATE, env.name,
+                                                   lambda e: call(self.on_execution, e)))
+            spawn = self.lifecycle.spawn
+            tasks += [spawn(self.check_heartbeats(), "check heartbeats"), spawn(self.write_state(), "write state"),
+                      spawn(self.watch_lease(), "watch the lease")]
+            if self.checkpoints is not None:
+                tasks.append(spawn(self.tick_checkpoints(), "checkpoint ticks"))
+            log.info("leading: topology master of %r serving on %s:%d", env.name, location.host,
+                     location.control_port)
             done = self.loop.create_task(self.resigned.wait())
             stopping = self.loop.create_task(self.lifecycle.wait_stopping())
             await asyncio.wait([done, stopping], return_when=asyncio.FIRST_COMPLETED)
             for waiter in (done, stopping):
                 waiter.cancel()
+        except StateError as e:  # cannot take office (the state manager is cut off): compete again
+            log.warning("leadership of %r given up: %s", env.name, e)
         finally:
             for cancel in cancels:
                 cancel()
@@ -376,7 +380,10 @@ class TMaster:
             self.builder = None
             self.checkpoints = None
             if self.lifecycle.stopping and self.election.holds():
-                await asyncio.to_thread(env.state.delete, Kind.TMASTER, env.name)
+                try:
+                    await asyncio.to_thread(env.state.delete, Kind.TMASTER, env.name)
+                except StateError as e:  # the record is ephemeral: it goes with this process's session
+                    log.warning("cannot remove the topology master's record: %s", e)
 
     def checkpoint_coordinator(self) -> Optional[CheckpointCoordinator]:
         """This term's coordinator, from the record of earlier terms (a topology that checkpoints)."""

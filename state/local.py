@@ -159,6 +159,8 @@ class LocalStateManager(StateManager):
             entries = os.listdir(folder)
         except (FileNotFoundError, NotADirectoryError):
             return []
+        except OSError as e:
+            raise StateError(f"cannot list state folder {folder}: {e.strerror}") from e
         return sorted(e for e in entries if not e.endswith((_OWNER_SUFFIX, ".creating")) and ".tmp." not in e)
 
     def _delete_group(self, kind: Kind, topology: str) -> None:
@@ -173,11 +175,14 @@ class LocalStateManager(StateManager):
         return _FileElection(os.path.join(self.root, ELECTIONS, check_name(topology)), self.poll_interval)
 
     def _owner(self, kind: Kind, name: str) -> Optional[str]:
+        path = self._path(kind, name) + _OWNER_SUFFIX
         try:
-            with open(self._path(kind, name) + _OWNER_SUFFIX) as f:
+            with open(path) as f:
                 return f.read().strip()
         except FileNotFoundError:
             return None
+        except OSError as e:
+            raise StateError(f"cannot read state record owner {path}: {e.strerror}") from e
 
     def _alive(self, kind: Kind, name: str) -> bool:
         owner = self._owner(kind, name)
@@ -204,11 +209,14 @@ class LocalStateManager(StateManager):
         return cancel
 
     def _stamp(self, kind: Kind, name: str) -> Optional[Tuple[int, int, int, bool]]:
+        path = self._path(kind, name)
         try:
-            st = os.stat(self._path(kind, name))
-            return (st.st_mtime_ns, st.st_ino, st.st_size, self._alive(kind, name) if kind.ephemeral else True)
+            st = os.stat(path)
         except FileNotFoundError:
             return None
+        except OSError as e:
+            raise StateError(f"cannot watch state record {path}: {e.strerror}") from e
+        return (st.st_mtime_ns, st.st_ino, st.st_size, self._alive(kind, name) if kind.ephemeral else True)
 
     def _poll(self) -> None:
         while not self._stopping.wait(self.poll_interval):
@@ -216,7 +224,11 @@ class LocalStateManager(StateManager):
                 watches = list(self._watches)
             for entry in watches:
                 kind, name, callback, last = entry
-                stamp = self._stamp(kind, name)
+                try:
+                    stamp = self._stamp(kind, name)
+                except StateError as e:  # unreadable for now: the watch goes on
+                    log.warning("%s", e)
+                    continue
                 if stamp == last:
                     continue
                 entry[3] = stamp
