@@ -7,14 +7,13 @@ same plan byte for byte and a changed plan gets a new id.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from squall.idl import schema
 from squall.packing.request import Request
 from squall.packing.resources import Res
 
 
-def build_plan(request: Request, assignment: list) -> Any:
+def build_plan(request: Request, assignment: list) -> schema.PackingPlan:
     """``assignment``: ``[(container_id, [(component, task_id, index), ...], used)]``
     where ``used`` is the sum of the instances' sizes (``Bins.assignment()``).
 
@@ -29,7 +28,7 @@ def build_plan(request: Request, assignment: list) -> Any:
     ContainerPlan, InstancePlan, InstanceId = schema.ContainerPlan, schema.InstancePlan, schema.InstanceId
     shared: dict = {}  # one Resources struct per distinct value
 
-    def thrift(res: Res) -> Any:
+    def thrift(res: Res) -> schema.Resources:
         t = shared.get(res)
         if t is None:
             t = shared[res] = res.to_thrift()

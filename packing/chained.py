@@ -12,7 +12,9 @@ container per unit: containers of tasks that now run together would be empty.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping, Optional
+
+from squall.idl import schema
 
 from squall.packing.errors import PackingError
 from squall.packing.request import ComponentNeed, Request, check_each_fits
@@ -31,7 +33,7 @@ class Fused:
     request: Request
     chains: Mapping[str, tuple] = field(default_factory=dict)
 
-    def chain(self, component: str) -> Any:
+    def chain(self, component: str) -> Optional[tuple]:
         return self.chains.get(component)
 
 
@@ -83,7 +85,7 @@ def expand(fused: Fused, assignment: list, members_of: Callable[[tuple], list]) 
     return out
 
 
-def units_of_plan(fused: Fused, container: Any) -> tuple:
+def units_of_plan(fused: Fused, container: schema.ContainerPlan) -> tuple:
     """A running container's instances as the algorithms see them: ``(items, known, split)``.
 
     ``items``: ``(component, task id, index)`` with each chain instance whose members are all here
@@ -132,7 +134,7 @@ class TaskIds:
         return out
 
 
-def check_together(chain_list: list, plan: Any) -> None:
+def check_together(chain_list: list, plan: schema.PackingPlan) -> None:
     """Every chain instance in one container (PackingError naming the first that is not)."""
     where = {(i.id.component, i.id.component_index): c.id for c in plan.containers for i in c.instances}
     for chain in chain_list:

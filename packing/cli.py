@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from squall.commandline import add_config_options, add_json_option, format_table, load_topology, print_json
 from squall.logical import topology_config
@@ -12,8 +12,19 @@ from squall.packing.pack import pack
 from squall.packing.request import ALGORITHMS, GRANULARITIES
 from squall.packing.summary import plan_summary
 
+if TYPE_CHECKING:
+    from squall.conf import Config
+    from squall.topology import Topology
 
-def register(subparsers: Any) -> None:
+
+class Subcommands(Protocol):
+    """What ``ArgumentParser.add_subparsers()`` returns, as this module uses it."""
+
+    def add_parser(self, name: str, **kwargs: object) -> argparse.ArgumentParser:
+        ...
+
+
+def register(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(
         "pack",
         help="pack a topology's tasks into containers and show the plan",
@@ -66,7 +77,7 @@ def cmd_pack(args: argparse.Namespace) -> int:
     return 0
 
 
-def _compare(args: argparse.Namespace, topology: Any, base: Any) -> int:
+def _compare(args: argparse.Namespace, topology: "Topology", base: "Config") -> int:
     config = topology_config(topology.plan, base)
     results = []
     for granularity in GRANULARITIES:

@@ -7,19 +7,19 @@ shaping rule: an instance's ``id`` struct is flattened into the instance
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
 from thriftpy2.thrift import TType
 
 from squall.idl import schema
 
 
-def _fields(obj: Any) -> list:
+def _fields(obj: object) -> list:
     """``[(name, ttype, type_args)]`` of a struct class or instance, in field-id order."""
     return [(spec[1], spec[0], spec[2] if len(spec) == 4 else None) for _, spec in sorted(obj.thrift_spec.items())]
 
 
-def _to_json(obj: Any) -> Any:
+def _to_json(obj: object) -> object:
     if hasattr(obj, "thrift_spec"):
         out: dict = {}
         for name, _, _ in _fields(obj):
@@ -36,7 +36,7 @@ def _to_json(obj: Any) -> Any:
     return obj
 
 
-def _from_json(cls: Any, data: Mapping[str, Any]) -> Any:
+def _from_json(cls: type, data: Mapping[str, object]) -> object:
     values = {}
     for name, ttype, args in _fields(cls):
         if cls is schema.InstancePlan and name == "id":
@@ -48,7 +48,7 @@ def _from_json(cls: Any, data: Mapping[str, Any]) -> Any:
     return cls(**values)
 
 
-def _value(ttype: int, args: Any, value: Any) -> Any:
+def _value(ttype: int, args: object, value: object) -> object:
     if ttype == TType.STRUCT:
         return _from_json(args, value)
     if ttype == TType.LIST:
@@ -61,7 +61,7 @@ def _value(ttype: int, args: Any, value: Any) -> Any:
     return value
 
 
-def plan_to_json(topology_name: str, plan: Any) -> dict:
+def plan_to_json(topology_name: str, plan: schema.PackingPlan) -> dict:
     """``{"topology", "id", "algorithm", "granularity", "containers": [{"id",
     "instances": [{"component", "task_id", "component_index", "resources"}],
     "resources": {"cpu", "ram_mb", "disk_mb"}, "padding"}]}``."""
@@ -75,6 +75,6 @@ def plan_to_json(topology_name: str, plan: Any) -> dict:
     }
 
 
-def plan_from_json(data: Mapping[str, Any]) -> tuple:
+def plan_from_json(data: Mapping[str, object]) -> tuple:
     """The inverse of ``plan_to_json``: ``(topology_name, PackingPlan)``."""
     return data["topology"], _from_json(schema.PackingPlan, data)

@@ -1,7 +1,9 @@
 """``pack``: a topology and its config in, a validated PackingPlan out."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Mapping, Optional
+
+from squall.idl import schema
 
 from squall.conf import Config, base_config
 from squall.logical import task_ids
@@ -18,11 +20,11 @@ from squall.packing.validate import check_plan
 
 
 def pack(
-    topology: Any,
+    topology: schema.Topology,
     base: Optional[Config] = None,
     algorithm: Optional[str] = None,
     granularity: Optional[str] = None,
-) -> Any:
+) -> schema.PackingPlan:
     """Pack ``topology`` (the Thrift Topology struct) into containers 1..n.
 
     ``algorithm`` and ``granularity`` default to ``squall.packing.algorithm``
@@ -89,13 +91,13 @@ def _groups(request: Request, order: list, instances: Mapping[str, list]) -> lis
     return [(c.size, instances[c.name]) for c in order if instances.get(c.name)]
 
 
-def container_cap(config: Mapping[str, Any], granularity: str) -> Any:
+def container_cap(config: Mapping[str, object], granularity: str) -> schema.Resources:
     """The largest container the packing makes at ``granularity`` (Thrift Resources):
     ``squall.container.max.*`` per task, the worker size per worker."""
     return config_res(config, CAP_KEYS[granularity]).to_thrift()
 
 
-def tmaster_container_resources(config: Optional[Mapping[str, Any]] = None) -> Any:
+def tmaster_container_resources(config: Optional[Mapping[str, object]] = None) -> schema.Resources:
     """Container 0: the topology master and its metrics manager (Thrift Resources).
 
     ``config`` is a resolved config (e.g. ``topology_config(topology, base)``);

@@ -16,7 +16,9 @@ Disk is not pooled (YARN does not allocate it).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence
+
+from squall.idl import schema
 
 from squall.packing.errors import PackingError
 
@@ -67,7 +69,7 @@ class NodePool:
         self.overloaded = False
 
     @classmethod
-    def from_config(cls, node: str, capacity: Amount, config: Mapping[str, Any]) -> "NodePool":
+    def from_config(cls, node: str, capacity: Amount, config: Mapping[str, object]) -> "NodePool":
         return cls(
             node,
             capacity,
@@ -130,7 +132,8 @@ class Placement:
     unplaced: list = field(default_factory=list)  # (container id, reason)
 
 
-def place(plan: Any, pools: Sequence[NodePool], tmaster: Optional[Any] = None) -> Placement:
+def place(plan: schema.PackingPlan, pools: Sequence[NodePool],
+          tmaster: Optional[schema.Resources] = None) -> Placement:
     """Assign containers to nodes best-fit decreasing on effective free resources.
 
     Containers largest first (memory, then CPU, then lowest id); each to the

@@ -28,11 +28,11 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Mapping, Optional
+from typing import Mapping, Optional
 
 from squall.chaining import chains
 from squall.conf import Config
-from squall.idl import replace
+from squall.idl import replace, schema
 from squall.packing.bins import Bins
 from squall.packing.chained import TaskIds, check_together, expand, fuse, units_of_plan
 from squall.packing.build import build_plan
@@ -55,14 +55,15 @@ class PlanDiff:
     resized: list = field(default_factory=list)  # kept, with other resources (component config changed)
 
 
-def with_parallelism(topology: Any, parallelism: Mapping[str, int]) -> Any:
+def with_parallelism(topology: schema.Topology, parallelism: Mapping[str, int]) -> schema.Topology:
     """A copy of the Thrift topology with some components' parallelism replaced."""
     return replace(topology, components=[
         replace(c, parallelism=parallelism.get(c.name, c.parallelism)) for c in topology.components
     ])
 
 
-def with_component_config(topology: Any, configs: Mapping[str, Mapping[str, Any]]) -> Any:
+def with_component_config(topology: schema.Topology,
+                          configs: Mapping[str, Mapping[str, object]]) -> schema.Topology:
     """A copy of the Thrift topology with keys set in some components' config
     (``{component: {"squall.component.cpu": 0.6}}``): what ``repack`` takes to
     resize instances. Values are checked when the topology is next packed."""
@@ -78,8 +79,8 @@ def with_component_config(topology: Any, configs: Mapping[str, Mapping[str, Any]
 
 
 def repack(
-    topology: Any,
-    plan: Any,
+    topology: schema.Topology,
+    plan: schema.PackingPlan,
     new_parallelism: Mapping[str, int],
     base: Optional[Config] = None,
     containers: Optional[int] = None,
@@ -268,7 +269,7 @@ def _rebalance(bins: Bins) -> None:
         bins.add(receiver, m)
 
 
-def _new_instances(bins: Bins, displaced: list, plan: Any, par: Mapping[str, int]) -> dict:
+def _new_instances(bins: Bins, displaced: list, plan: schema.PackingPlan, par: Mapping[str, int]) -> dict:
     present: dict = {}
     max_task = 0
     for c in plan.containers:
@@ -288,7 +289,8 @@ def _new_instances(bins: Bins, displaced: list, plan: Any, par: Mapping[str, int
     return new
 
 
-def renumber_containers(topology: Any, plan: Any, ids: Mapping[int, int], base: Optional[Config] = None) -> Any:
+def renumber_containers(topology: schema.Topology, plan: schema.PackingPlan, ids: Mapping[int, int],
+                        base: Optional[Config] = None) -> schema.PackingPlan:
     """``plan`` with containers ``ids`` maps given new ids (the same instances in each): a scheduler
     that cannot grow a container in place moves it whole to a new one."""
     request = build_request(topology, base, plan.algorithm, plan.granularity)
@@ -304,9 +306,9 @@ def renumber_containers(topology: Any, plan: Any, ids: Mapping[int, int], base: 
     return renumbered
 
 
-def diff_plans(old: Any, new: Any) -> PlanDiff:
+def diff_plans(old: schema.PackingPlan, new: schema.PackingPlan) -> PlanDiff:
     """Instances added, removed, moved (other container), renumbered and resized, by task id."""
-    def where(plan: Any) -> dict:
+    def where(plan: schema.PackingPlan) -> dict:
         return {i.id.task_id: (c.id, i.id, i.resources) for c in plan.containers for i in c.instances}
 
     before, after = where(old), where(new)

@@ -9,7 +9,7 @@ import heapq
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable, Mapping, Optional
+from typing import Callable, Mapping, Optional
 
 from squall.conf import Config, base_config
 from squall.idl import schema
@@ -28,7 +28,7 @@ _COMPONENT_KEYS = ("squall.component.cpu", "squall.component.ram.mb", "squall.co
 DIMS = ("cpu", "ram", "disk")
 
 
-def config_res(config: Mapping[str, Any], keys: tuple) -> Res:
+def config_res(config: Mapping[str, object], keys: tuple) -> Res:
     return Res.of(config[keys[0]], config[keys[1]], config[keys[2]])
 
 
@@ -111,7 +111,7 @@ class Request:
         return used + self.padding.of(used)
 
 
-def choose(value: Optional[str], config: Mapping[str, Any], key: str, choices: tuple) -> str:
+def choose(value: Optional[str], config: Mapping[str, object], key: str, choices: tuple) -> str:
     chosen = config[key] if value is None else value
     if chosen not in choices:
         raise PackingError(f"unknown {key.rsplit('.', 1)[-1]} {chosen!r} ({key}): expected one of {', '.join(choices)}")
@@ -119,7 +119,7 @@ def choose(value: Optional[str], config: Mapping[str, Any], key: str, choices: t
 
 
 def build_request(
-    topology: Any,
+    topology: schema.Topology,
     base: Optional[Config] = None,
     algorithm: Optional[str] = None,
     granularity: Optional[str] = None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Iterator
+from typing import Iterator
 
 from squall.idl import schema
 
@@ -34,10 +34,10 @@ class Res:
         return cls(cpu_to_millis(cpu), int(ram_mb), int(disk_mb))
 
     @classmethod
-    def from_thrift(cls, r: Any) -> "Res":
+    def from_thrift(cls, r: schema.Resources) -> "Res":
         return cls.of(r.cpu, r.ram_mb, r.disk_mb)
 
-    def to_thrift(self) -> Any:
+    def to_thrift(self) -> schema.Resources:
         return schema.Resources(cpu=self.cpu / MILLI, ram_mb=self.ram, disk_mb=self.disk)
 
     def __iter__(self) -> Iterator[int]:

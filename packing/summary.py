@@ -2,7 +2,9 @@
 rounding waste and utilisation (for ``squall pack`` and the reports)."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
+
+from squall.idl import schema
 
 from squall.packing.errors import PackingError
 from squall.packing.resources import Res
@@ -13,7 +15,7 @@ def _json(r: Res) -> dict:
     return {"cpu": r.cpu / 1000, "ram_mb": r.ram, "disk_mb": r.disk}
 
 
-def plan_summary(plan: Any, config: Mapping[str, Any]) -> dict:
+def plan_summary(plan: schema.PackingPlan, config: Mapping[str, object]) -> dict:
     """``{"containers", "requested", "needed", "padding", "utilisation":
     {"cpu", "ram_mb"} (percent needed of requested), "yarn": {...} or
     {"error": ...}}``."""

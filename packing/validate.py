@@ -1,7 +1,9 @@
 """The one plan validator, used by every algorithm, by repacking and by the tests."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
+
+from squall.idl import schema
 
 from squall.conf import Config
 from squall.logical import MAX_SPOUT_TASK
@@ -10,7 +12,7 @@ from squall.packing.request import Request, build_request
 from squall.packing.resources import Res
 
 
-def validate_plan(topology: Any, plan: Any, base: Optional[Config] = None) -> None:
+def validate_plan(topology: schema.Topology, plan: schema.PackingPlan, base: Optional[Config] = None) -> None:
     """Raise PackingError naming the first broken invariant of ``plan``:
 
     every task of every component placed exactly once; task ids unique;
@@ -29,7 +31,7 @@ def validate_plan(topology: Any, plan: Any, base: Optional[Config] = None) -> No
     check_together(chains(topology, base), plan)
 
 
-def check_plan(request: Request, plan: Any) -> None:
+def check_plan(request: Request, plan: schema.PackingPlan) -> None:
     where = f"packing plan {plan.id!r}"
     if plan.algorithm != request.algorithm or plan.granularity != request.granularity:
         raise PackingError(f"{where}: made by {plan.algorithm}/{plan.granularity}, checked as "
@@ -42,7 +44,7 @@ def check_plan(request: Request, plan: Any) -> None:
     seen_containers: set = set()
     cache: dict = {}
 
-    def res_of(r: Any) -> Res:
+    def res_of(r: schema.Resources) -> Res:
         key = (r.cpu, r.ram_mb, r.disk_mb)
         res = cache.get(key)
         if res is None:
@@ -99,7 +101,7 @@ def check_plan(request: Request, plan: Any) -> None:
             )
 
 
-def _instance_error(label: str, name: str, index: int, task: Any, r: Any, sizes: dict, par: dict,
+def _instance_error(label: str, name: str, index: int, task: object, r: schema.Resources, sizes: dict, par: dict,
                     seen_indexes: dict) -> None:
     if name not in sizes:
         raise PackingError(f"{label}: the topology has no component {name!r}")

@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
+from squall.idl import schema
+
 from squall.conf import base_config
 from squall.packing.errors import PackingError
 from squall.packing.resources import Res
@@ -40,7 +42,7 @@ class YarnShapes:
     merge_waste_vcores: int = 0
 
 
-def normalise(resources: Any, config: Optional[Mapping[str, Any]] = None) -> tuple:
+def normalise(resources: schema.Resources, config: Optional[Mapping[str, object]] = None) -> tuple:
     """``(memory_mb, vcores)`` YARN grants for a Thrift Resources: memory rounded
     up to ``squall.yarn.min.allocation.mb``, vcores = ceil(cpu), at least 1."""
     config = config if config is not None else base_config()
@@ -51,10 +53,10 @@ def normalise(resources: Any, config: Optional[Mapping[str, Any]] = None) -> tup
 
 
 def yarn_shapes(
-    plan: Any,
-    config: Optional[Mapping[str, Any]] = None,
+    plan: schema.PackingPlan,
+    config: Optional[Mapping[str, object]] = None,
     max_shapes: Optional[int] = _UNSET,
-    tmaster: Optional[Any] = None,
+    tmaster: Optional[schema.Resources] = None,
 ) -> YarnShapes:
     """Normalise every container of ``plan`` (and container 0 when ``tmaster``,
     its Thrift Resources, is given); refuse one above YARN's maximum; merge to
@@ -92,7 +94,7 @@ def yarn_shapes(
     return YarnShapes(shapes, merged, waste_mb, round(waste_vcores, 3), merge_mb, merge_vcores)
 
 
-def _too_big(plan: Any, cid: int, instances: list, dim: str, need: str, limit: str) -> None:
+def _too_big(plan: schema.PackingPlan, cid: int, instances: list, dim: str, need: str, limit: str) -> None:
     what = "topology master container 0" if cid == 0 else f"container {cid}"
     if plan.granularity == "worker" and cid != 0:
         key = "squall.worker.ram.mb" if dim == "ram" else "squall.worker.cpu"

@@ -5,7 +5,7 @@ recommendations and ``model`` holds the per-instance model.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Mapping, Optional
 
 from squall.reports import model
 from squall.reports.metrics import Aggregates, Thresholds
@@ -187,7 +187,7 @@ def summary_lines(agg: Aggregates, recs: list, plans: list, hosts: Mapping[str, 
     return lines
 
 
-def _fmt(value: Any) -> str:
+def _fmt(value: object) -> str:
     if value is None:
         return "-"
     return f"{value:g}" if isinstance(value, float) else str(value)

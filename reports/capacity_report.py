@@ -5,7 +5,7 @@ import json
 import os
 import socket
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from squall.errors import SquallError
 from squall.chaining import chains
@@ -23,6 +23,9 @@ from squall.reports.inputs import (
 from squall.reports.metrics import Thresholds
 from squall.reports.output import Report, Table
 from squall.reports.progress import SparkProgress
+
+if TYPE_CHECKING:  # pyspark is an extra (squall[reports]): imported where a session starts
+    from pyspark.sql import SparkSession
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,7 @@ class CapacityOptions:
     host_cores: Optional[float] = None  # cores of every host of the run; default: this machine's, if it ran there
 
 
-def capacity_report(options: CapacityOptions, spark: Any, progress: Optional[SparkProgress] = None) -> Report:
+def capacity_report(options: CapacityOptions, spark: "SparkSession", progress: Optional[SparkProgress] = None) -> Report:
     """Run the capacity job on ``spark`` and build the report (nothing is written)."""
     from squall.conf import base_config
 
@@ -180,7 +183,7 @@ def _recommendation_note(policy: Policy) -> str:
     )
 
 
-def _hosts(agg: Any, host_cores: Optional[float]) -> dict:
+def _hosts(agg: metrics.Aggregates, host_cores: Optional[float]) -> dict:
     """The run's hosts; their cores are ``host_cores``, else this machine's when the run was on it."""
     here = socket.gethostname()
     out = {}
@@ -230,7 +233,7 @@ def _groupings(topology: Any) -> dict:
     return out
 
 
-def _observed_plan(spark: Any, options: CapacityOptions, source: Any, run: dict) -> Optional[dict]:
+def _observed_plan(spark: "SparkSession", options: CapacityOptions, source: Any, run: dict) -> Optional[dict]:
     if options.packing_plan:
         text = read_text(spark, options.packing_plan)
         if text is None:
@@ -266,7 +269,7 @@ def _view_dict(view: ClusterView) -> dict:
     }
 
 
-def _charts(agg: Any, components: list, instances: list, policy_rows: list, recs: list) -> list:
+def _charts(agg: metrics.Aggregates, components: list, instances: list, policy_rows: list, recs: list) -> list:
     out = [
         charts.what_if(recs, components),
         charts.over_time(agg.series, agg.kinds, "rate", "Throughput over time per component",

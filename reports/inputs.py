@@ -7,9 +7,12 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 from squall.errors import SquallError
+
+if TYPE_CHECKING:  # pyspark is an extra (squall[reports]): imported where a session starts
+    from pyspark.sql import SparkSession
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -53,7 +56,7 @@ def find_metrics(path: str) -> MetricsSource:
     return MetricsSource(tuple(files), tuple(plans))
 
 
-def read_text(spark: Any, path: str) -> Optional[str]:
+def read_text(spark: "SparkSession", path: str) -> Optional[str]:
     """A small file's text: locally with open(), through Spark for a URI; None if absent."""
     if not _URI.match(path) or path.startswith("file://"):
         local = path[len("file://"):] if path.startswith("file://") else path

@@ -6,12 +6,15 @@ analysis in ``capacity`` never touches Spark.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from squall.errors import SquallError
 from squall.metrics import SOURCE_PARTITIONS
 from squall.reports.inputs import MetricsSource
 from squall.reports.schema import CORRUPT, FIELD_NAMES, reason_column, spark_schema
+
+if TYPE_CHECKING:  # pyspark is an extra (squall[reports]): imported where a session starts
+    from pyspark.sql import Column, DataFrame, Row, SparkSession
 
 PLOT_POINTS = 200  # time-series points per component kept for the charts
 
@@ -67,7 +70,7 @@ class Aggregates:
     hosts: list = field(default_factory=list)  # {"host", "cores_used_mean"}: every process of the run on it
 
 
-def read_metrics(spark: Any, source: MetricsSource) -> Any:
+def read_metrics(spark: "SparkSession", source: MetricsSource) -> "DataFrame":
     """Parse every non-blank line; keep each row's malformation reason (null = valid).
 
     The result is persisted: validation and every aggregation reuse one parse.
@@ -106,7 +109,7 @@ def read_metrics(spark: Any, source: MetricsSource) -> Any:
     return flat.persist(StorageLevel.MEMORY_AND_DISK)
 
 
-def validate(flat: Any) -> Validation:
+def validate(flat: "DataFrame") -> Validation:
     """Count rows by malformation reason and list the (topology, run) pairs found."""
     from pyspark.sql import functions as F
 
@@ -162,7 +165,7 @@ def choose_run(validation: Validation, topology: Optional[str], run_id: Optional
     return max(runs, key=lambda r: r["run_id"])
 
 
-def aggregate(flat: Any, run: dict, thresholds: Thresholds, spouts_hint: Optional[Sequence[str]] = None) -> Aggregates:
+def aggregate(flat: "DataFrame", run: dict, thresholds: Thresholds, spouts_hint: Optional[Sequence[str]] = None) -> Aggregates:
     """Per instance, per component, over time and per host, for one run. Four small collects."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -193,7 +196,7 @@ def aggregate(flat: Any, run: dict, thresholds: Thresholds, spouts_hint: Optiona
     )
     loaded = F.col("loaded")
 
-    def when_loaded(column: Any) -> Any:
+    def when_loaded(column: "Column") -> "Column":
         return F.when(loaded, column)
 
     def stats(*keys: str) -> list:
@@ -288,7 +291,7 @@ class CheckpointAggregates:
     master: Optional[dict] = None  # topology-wide, from the leading topology master's rows (None: no such rows)
 
 
-def aggregate_checkpoints(flat: Any, run: dict) -> Optional[CheckpointAggregates]:
+def aggregate_checkpoints(flat: "DataFrame", run: dict) -> Optional[CheckpointAggregates]:
     """Per task and topology-wide checkpoint figures of one run; None when it did not checkpoint
     (no instance row carries ``__checkpoint_saves``, no topology master row ``checkpoints``)."""
     from pyspark.sql import functions as F
@@ -380,7 +383,7 @@ def _master_checkpoints(rows: Any) -> Optional[dict]:
     return {**totals.asDict(), **sampled.asDict()}
 
 
-def _kinds(rows: Any, spouts_hint: Optional[Sequence[str]]) -> dict:
+def _kinds(rows: "DataFrame", spouts_hint: Optional[Sequence[str]]) -> dict:
     """spout / bolt / daemon per component. Without a topology file, a component
     whose rows never carry a process latency is a spout (it receives no tuples)."""
     from pyspark.sql import functions as F
@@ -399,7 +402,7 @@ def _kinds(rows: Any, spouts_hint: Optional[Sequence[str]]) -> dict:
     return kinds
 
 
-def _flatten(row: Any) -> dict:
+def _flatten(row: "Row") -> dict:
     d = row.asDict()
     d["rate_p50"], d["rate_p95"] = d.pop("rate_q") or (None, None)
     d["cpu_p50"], d["cpu_p95"] = d.pop("cpu_q") or (None, None)
@@ -408,7 +411,7 @@ def _flatten(row: Any) -> dict:
     return d
 
 
-def aggregate_sources(flat: Any, run: dict) -> list:
+def aggregate_sources(flat: "DataFrame", run: dict) -> list:
     """Per (component, partition) of the source spouts of one run: the lag at the first and last report,
     its largest, the seconds between those reports, and the mean records/s and bytes/s read (summed over
     the tasks that read it in a bucket). Empty when no instance row carries ``__source-partitions``."""

@@ -12,7 +12,7 @@ import html
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
 
 @dataclass
@@ -77,7 +77,7 @@ def _write_csv(table: Table, path: str) -> None:
             writer.writerow([_csv_cell(row.get(c)) for c in columns])
 
 
-def _csv_cell(value: Any) -> Any:
+def _csv_cell(value: object) -> object:
     if value is None:
         return ""
     if isinstance(value, (list, tuple, dict)):
@@ -85,7 +85,7 @@ def _csv_cell(value: Any) -> Any:
     return value
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> object:
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -156,7 +156,7 @@ def html_table(table: Table) -> str:
     return f"<div class='scroll'><table><tr>{head}</tr>{''.join(body)}</table></div>"
 
 
-def _fmt(value: Any) -> str:
+def _fmt(value: object) -> str:
     if value is None:
         return "–"
     if isinstance(value, bool):

@@ -10,13 +10,16 @@ import glob
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from squall.errors import SquallError
 from squall.reports import charts, plans
 from squall.reports.inputs import load_cluster_view
 from squall.reports.output import Report, Table
 from squall.reports.progress import SparkProgress
+
+if TYPE_CHECKING:  # pyspark is an extra (squall[reports]): imported where a session starts
+    from pyspark.sql import SparkSession
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ def load_plans(files: list) -> list:
     return out
 
 
-def evaluate_all(spark: Any, topologies: list, base: Any, view_json: Optional[str]) -> list:
+def evaluate_all(spark: "SparkSession", topologies: list, base: Any, view_json: Optional[str]) -> list:
     """One Spark task per topology × policy; rows in a deterministic order."""
     from squall.idl import encode
 
@@ -134,7 +137,7 @@ _ROW_COLUMNS = [
 ]
 
 
-def packing_report(options: PackingOptions, spark: Any, progress: Optional[SparkProgress] = None) -> Report:
+def packing_report(options: PackingOptions, spark: "SparkSession", progress: Optional[SparkProgress] = None) -> Report:
     from squall.conf import base_config
 
     progress = progress or SparkProgress(spark, enabled=False)

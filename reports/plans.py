@@ -30,7 +30,7 @@ class Yarn:
     max_allocation_vcores: int = 4
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> "Yarn":
+    def from_config(cls, config: Mapping[str, object]) -> "Yarn":
         return cls(
             int(config["squall.yarn.min.allocation.mb"]),
             int(config["squall.yarn.max.allocation.mb"]),
@@ -44,7 +44,7 @@ class Yarn:
         return vcores, memory
 
 
-def yarn_caps(config: Mapping[str, Any]) -> dict:
+def yarn_caps(config: Mapping[str, object]) -> dict:
     """Config changes that make task-granularity containers fit YARN: the container
     caps ``squall.container.max.cpu|ram.mb`` lowered to YARN's maximum allocation."""
     return {
@@ -55,14 +55,14 @@ def yarn_caps(config: Mapping[str, Any]) -> dict:
     }
 
 
-def report_layer(config: Mapping[str, Any]) -> dict:
+def report_layer(config: Mapping[str, object]) -> dict:
     """The config layer shipped to every Spark task: Squall's keys, with ``yarn_caps`` applied."""
     layer = {k: config[k] for k in config if k.startswith(("squall.", "topology."))}
     layer.update(yarn_caps(config))
     return layer
 
 
-def plan_cost(plan: Mapping[str, Any], yarn: Yarn) -> dict:
+def plan_cost(plan: Mapping[str, object], yarn: Yarn) -> dict:
     """Totals of a plan (``plan_to_json`` shape): requested, needed, padding, YARN shape and waste."""
     containers = plan["containers"]
     cpu = sum(c["resources"]["cpu"] for c in containers)
@@ -194,7 +194,7 @@ def rank(rows: list) -> list:
 # ------------------------------------------------------------ topology structs
 
 
-def topology_from_plan(plan: Mapping[str, Any], kinds: Mapping[str, str]) -> Any:
+def topology_from_plan(plan: Mapping[str, object], kinds: Mapping[str, str]) -> schema.Topology:
     """A logical plan good enough to repack: components, parallelism and per-instance
     resources from an observed packing plan (used when no topology file is given)."""
     comps: dict = {}
@@ -218,7 +218,7 @@ def topology_from_plan(plan: Mapping[str, Any], kinds: Mapping[str, str]) -> Any
                            config={"topology.workers": json.dumps(workers)}, overrides={})
 
 
-def with_recommendation(topology: Any, recs: Sequence[Mapping[str, Any]]) -> Any:
+def with_recommendation(topology: Any, recs: Sequence[Mapping[str, object]]) -> Any:
     """A copy of ``topology`` with each component's recommended parallelism, cpu and ram.
 
     ``topology.workers``, when set, grows in proportion to the task count, so

@@ -4,7 +4,10 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import Any, Optional, TextIO
+from typing import TYPE_CHECKING, Optional, TextIO
+
+if TYPE_CHECKING:  # pyspark is an extra (squall[reports]): imported where a session starts
+    from pyspark.sql import SparkSession
 
 WIDTH = 30
 
@@ -18,7 +21,7 @@ class SparkProgress:
     Nothing is drawn when ``enabled`` is false.
     """
 
-    def __init__(self, spark: Any, enabled: bool = True, stream: Optional[TextIO] = None, interval: float = 0.25):
+    def __init__(self, spark: "SparkSession", enabled: bool = True, stream: Optional[TextIO] = None, interval: float = 0.25):
         self._tracker = spark.sparkContext.statusTracker()
         self._stream = stream or sys.stderr
         self._enabled = enabled
@@ -41,7 +44,7 @@ class SparkProgress:
         if self._enabled and not self._tty:
             print(f"squall: report: {label} ...", file=self._stream, flush=True)
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=2)

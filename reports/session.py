@@ -5,7 +5,10 @@ import os
 import sys
 import tempfile
 import warnings
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:  # pyspark is an extra (squall[reports]): imported where a session starts
+    from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
 
@@ -28,7 +31,7 @@ def _log4j_file() -> str:
     return path
 
 
-def spark_session(master: Optional[str] = None, app_name: str = "squall-report", driver_memory: str = "4g") -> Any:
+def spark_session(master: Optional[str] = None, app_name: str = "squall-report", driver_memory: str = "4g") -> "SparkSession":
     """Start (or reuse) a SparkSession whose Python workers run this interpreter.
 
     The Spark UI and the console progress bar are off (the reports draw their
