@@ -97,7 +97,7 @@ class Lifecycle:
         def guarded() -> None:
             try:
                 target()
-            except BaseException as e:  # noqa: B902 - whatever ends it, the role must hear of it
+            except BaseException as e:  # whatever ends it, the role must hear of it
                 self.fail(name, e)
 
         thread = threading.Thread(target=guarded, name=name, daemon=True)

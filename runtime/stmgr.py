@@ -40,7 +40,7 @@ from squall.runtime.lifecycle import Lifecycle, serve_role
 from squall.runtime.metrics_sender import MetricsSender
 from squall.runtime.protocol import HANDSHAKE_SECS, Connection, HandshakeGate
 from squall.runtime.stmgr_state import (RETRY_SECS, STALE_SECS, Close, Connect, Connected, ConnectTMaster,
-                                        Disconnected, FramesArrived, LocalTask, PauseReading, Peer, PeerIn,
+                                        Disconnected, Event, FramesArrived, LocalTask, PauseReading, Peer, PeerIn,
                                         PeerOut, Send, SendMetrics, StreamManagerState, Tick, Timer, TMasterLink,
                                         TMasterMoved, WriteBlocked)
 from squall.state import StateError
@@ -86,7 +86,7 @@ class StreamManager:
         self._handshakes: Dict[Connection, asyncio.Future] = {}  # outbound -> its handshake finished (True) or not
 
     # events in -------------------------------------------------------------------------
-    def _handle(self, event: object) -> None:
+    def _handle(self, event: Event) -> None:
         """Hand ``event`` to the state and carry out its actions; events raised meanwhile wait their turn."""
         self._events.append(event)
         if self._handling:
