@@ -34,6 +34,7 @@ from typing import Any, Mapping, Optional
 import skein
 
 from squall.packing import PackingError, container_cap, normalise, tmaster_container_resources, yarn_shapes
+from squall.processargs import ProcessArgs
 from squall.yarn.environment import ENVIRONMENT_KEY, PythonEnvironment
 from squall.yarn.staging import STATE_KEY, TOPOLOGY_KEY, Staged
 
@@ -104,6 +105,8 @@ def executor_script(topology: str, service: str, env: PythonEnvironment, ui: boo
         f"{shlex.quote(env.python)} -m squall.ui.container --topology {shlex.quote(topology)} "
         f'--state "$PWD/{STATE_KEY}" >> "$log_dir/{UI_LOG}" 2>&1 &',
     ] if ui else []
+    args = ProcessArgs(topology, -1, f"$PWD/{STATE_KEY}", log_dir="$log_dir", service=service)
+    executor = " ".join(_shell_word(word) for word in args.command(env.python))
     lines = [
         f"# Squall topology {topology}: this container claims a free container id of service {service}",
         "set -e",
@@ -111,11 +114,17 @@ def executor_script(topology: str, service: str, env: PythonEnvironment, ui: boo
         'log_dir="${LOG_DIRS%%,*}"',
         *env.setup_lines(),
         *ui_lines,
-        f"exec {shlex.quote(env.python)} -m squall.runtime.executor --topology {shlex.quote(topology)} "
-        f'--service {shlex.quote(service)} --state "$PWD/{STATE_KEY}" --log-dir "$log_dir" '
-        f'>> "$log_dir/{EXECUTOR_LOG}" 2>&1',
+        f"exec {executor} >> \"$log_dir/{EXECUTOR_LOG}\" 2>&1",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _shell_word(word: str) -> str:
+    """``word`` for the service script: quoted, but a word that starts with a shell variable of the script
+    (``$PWD``, ``$log_dir``) in double quotes, so that it is expanded."""
+    if re.fullmatch(r"\$[A-Za-z_]\w*(/[\w.-]+)*", word):
+        return f'"{word}"'
+    return shlex.quote(word)
 
 
 def driver_script(topology: str, env: PythonEnvironment) -> str:
