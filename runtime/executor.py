@@ -7,10 +7,14 @@ the others wait as standbys) and a metrics manager; container N > 0 runs a
 stream manager, a metrics manager and one process per instance of its
 ContainerPlan. The executor binds the daemons' listening sockets itself and
 hands them down (so a restarted stream manager keeps its port), restarts dead
-children under the restart policy (``squall.supervision``: a budget within a
-sliding window, with backoff), applies packing-plan changes as a diff (same
-task id: untouched process), forwards SIGTERM/SIGINT and exits leaving no
-child behind.
+children under the restart policy, applies packing-plan changes as a diff
+(same task id: untouched process), forwards SIGTERM/SIGINT and exits leaving
+no child behind. Its rules are the one supervision model
+(``squall.supervision.Supervision``: a restart budget within a sliding
+window, with backoff; leavers stopped at a deadline, SIGKILL after the
+grace); packing-plan changes come from the state watch through a queue, the
+only thing that crosses threads into the loop; its command line and its
+children's are ``squall.processargs.ProcessArgs``.
 
 It keeps an ephemeral record ``containers/<topology>/<id>`` of its processes
 (pid, restarts, exits, and the reason once one is past its budget): the
@@ -32,7 +36,7 @@ buffers); then it gets SIGTERM, drains its socket, calls ``close()`` and exits
 (SIGKILL only after ``squall.executor.kill.grace.secs``). The executor's loop
 never blocks on it.
 
-``wanted_processes`` and ``diff`` are pure; ``Executor`` is the loop.
+``wanted_processes``, ``diff`` and ``Supervision`` are pure; ``Executor`` is the loop.
 """
 from __future__ import annotations
 
