@@ -205,7 +205,7 @@ class ClaimLost(NamedTuple):
     """Another executor took this container's id while this one was cut off."""
 
 
-Event = Union[PlanChanged, ClaimLost]
+LoopEvent = Union[PlanChanged, ClaimLost]
 
 
 class Executor:
@@ -217,7 +217,7 @@ class Executor:
         self.policy = RestartPolicy.from_config(cfg)
         self.tmasters = int(cfg["squall.tmaster.candidates"])
         # from the state watch and the status thread to the loop: nothing else crosses threads
-        self.events: queue.Queue[Event] = queue.Queue()
+        self.events: queue.Queue[LoopEvent] = queue.Queue()
         self.status = StatusPublisher(env.state, env.name, self.container, lambda: self.events.put(ClaimLost()))
         self.claim_lost = False
         self.grace = float(cfg["squall.executor.kill.grace.secs"])
@@ -417,7 +417,7 @@ class Executor:
         stops the loop)."""
         changed: Optional[PlanChanged] = None
         try:
-            event: Optional[Event] = self.events.get(timeout=POLL_SECS)
+            event: Optional[LoopEvent] = self.events.get(timeout=POLL_SECS)
         except queue.Empty:
             return None
         while event is not None:

@@ -193,8 +193,7 @@ class Supervisor:
         """Reap exits, carry out what is due; True if the executors' pids or failures changed."""
         changed = False
         for unit in self.supervision.running():
-            assert unit.process is not None
-            exited, code = poll(unit.process)
+            exited, code = poll(unit.process) if unit.process is not None else (False, None)
             if not exited:
                 continue
             changed = True
@@ -243,14 +242,14 @@ class Supervisor:
                 return
             log.warning("the keeper (pid %d) is gone", self.keeper.pid)
         else:
-            parent = psutil.Process(os.getppid())
             try:
-                args = DaemonArgs.from_cmdline(parent.cmdline())
+                parent = psutil.Process(os.getppid())
+                if DaemonArgs.from_cmdline(parent.cmdline()) == DaemonArgs(KEEPER_MODULE, self.name,
+                                                                            self.state_file):
+                    self.keeper = parent
+                    return
             except (psutil.NoSuchProcess, psutil.AccessDenied):
-                args = None
-            if args == DaemonArgs(KEEPER_MODULE, self.name, self.state_file):
-                self.keeper = parent
-                return
+                pass
         command = DaemonArgs(KEEPER_MODULE, self.name, self.state_file).command(self.python) + \
             ["--adopt", str(os.getpid())]
         path = os.path.join(self.execution.run_dir, "logs", "keeper.log")
@@ -316,7 +315,10 @@ class Supervisor:
             for cancel in cancels:
                 cancel()
             if self.started_keeper is not None:  # it watches this process: it must not restart it now
-                self.started_keeper.send_signal(signal.SIGTERM)
+                try:
+                    self.started_keeper.send_signal(signal.SIGTERM)
+                except psutil.NoSuchProcess:
+                    pass
             running = [u.process for u in self.supervision.running() if u.process is not None]
             log.info("stopping %d executors", len(running))
             stop_processes(running, self.grace, group=True)
