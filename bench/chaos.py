@@ -92,7 +92,7 @@ def main(argv: list[str]) -> int:
     work = tempfile.mkdtemp(prefix="squall-chaos-")
     out = os.path.join(work, "out")
     os.mkdir(out)
-    zk = ZooKeeperServer(os.path.join(work, "zk"))
+    zk = ZooKeeperServer()
     zk.start()
     config = os.path.join(work, "cluster.yaml")
     with open(config, "w") as f:
