@@ -42,20 +42,21 @@ import argparse
 import json
 import logging
 import os
+import queue
 import signal
 import socket
 import subprocess
 import sys
 import time
-from typing import Mapping, Optional
+from typing import Mapping, NamedTuple, Optional, Union
 
 import psutil
 
 from squall.idl import schema
 from squall.processargs import DaemonArgs, ProcessArgs
 from squall.state import Kind, StateError, StateManager, member
-from squall.supervision import RestartBudget, RestartPolicy, Supervised, Supervision, Terminate, Start, log_tail, \
-    stop_processes
+from squall.supervision import (RestartBudget, RestartPolicy, Start, Supervised, Supervision, Terminate, log_tail,
+                                stop_processes)
 
 log = logging.getLogger("squall.scheduler.supervisor")
 
@@ -114,9 +115,23 @@ class Budgets:
         data = {"restarts": {n: u.budget.times() for n, u in units.items()},
                 "failures": {n: u.failure for n, u in units.items() if u.failure is not None}}
         tmp = self.path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(data, f)
-        os.replace(tmp, self.path)
+        try:
+            with open(tmp, "w") as f:
+                json.dump(data, f)
+            os.replace(tmp, self.path)
+        except OSError as e:  # a new supervisor would count from zero: not worth stopping for
+            log.warning("cannot keep the restart budgets in %s: %s", self.path, e)
+
+
+class PlanChanged(NamedTuple):
+    plan: Optional[schema.PackingPlan]
+
+
+class TopologyGone(NamedTuple):
+    """The execution state was removed (kill)."""
+
+
+LoopEvent = Union[PlanChanged, TopologyGone]
 
 
 class Supervisor:
@@ -132,10 +147,8 @@ class Supervisor:
         self.retire_wait = float(str(config["squall.submit.timeout.secs"]))
         self.supervision: Supervision[psutil.Process] = Supervision(self.policy, self.grace, free_clean_exit=True)
         self.budgets = Budgets(os.path.join(execution.run_dir, BUDGETS_FILE))
-        self.stopping = False
-        self.plan: Optional[schema.PackingPlan] = None
-        self.plan_changed = False
-        self.gone = False
+        self.stopping = False  # set by the signal handler (the loop's own thread)
+        self.events: queue.Queue[LoopEvent] = queue.Queue()  # from the state watches
         self.keeper: Optional[psutil.Process] = None  # the process that restarts this one if it dies
         self.started_keeper: Optional[psutil.Popen] = None
 
@@ -273,11 +286,22 @@ class Supervisor:
         return True
 
     def on_plan(self, plan: Optional[schema.PackingPlan]) -> None:  # state watch thread
-        self.plan, self.plan_changed = plan, True
+        self.events.put(PlanChanged(plan))
 
     def on_execution(self, execution: Optional[schema.ExecutionState]) -> None:  # state watch thread
         if execution is None:
-            self.gone = True
+            self.events.put(TopologyGone())
+
+    def next_event(self) -> Optional[LoopEvent]:
+        """The next event within a poll period: the topology gone, else the latest plan change, else None."""
+        events = []
+        try:
+            events.append(self.events.get(timeout=POLL_SECS))
+            while True:
+                events.append(self.events.get_nowait())
+        except queue.Empty:
+            pass
+        return next((e for e in events if isinstance(e, TopologyGone)), events[-1] if events else None)
 
     def run(self) -> int:
         signal.signal(signal.SIGTERM, self._signal)
@@ -296,15 +320,15 @@ class Supervisor:
             self.check(now)
             unrecorded = not self.write_location()
             next_keeper_check = now + 1.0
-            while not (self.stopping or self.gone):
-                time.sleep(POLL_SECS)
+            while not self.stopping:
+                event = self.next_event()
                 now = time.monotonic()
                 changed = False
-                if self.plan_changed:
-                    self.plan_changed = False
-                    if self.plan is None:
-                        break
-                    self.want(self.plan, now)
+                if isinstance(event, TopologyGone) or (isinstance(event, PlanChanged) and event.plan is None):
+                    log.info("topology %r is gone; stopping", self.name)
+                    break
+                if isinstance(event, PlanChanged) and event.plan is not None:
+                    self.want(event.plan, now)
                     changed = True
                 if self.check(now) or changed or unrecorded:
                     unrecorded = not self.write_location()
