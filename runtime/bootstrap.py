@@ -1,20 +1,13 @@
 """What every runtime process does first: parse its few flags, read its
 topology's state, resolve its configuration, set up logging.
 
-Every process gets the same flags as its executor (``--topology --container
---state``, the last naming the topology's state address file, see
-``squall.state.StateAddress``) plus ``--role`` and, for an instance,
-``--task``; ports of its container's daemons come from a small launch file
-the executor writes (``--launch``).
-
-On YARN an executor is started with ``--service S`` instead of
-``--container N`` and claims a free container id of that Skein service first
-(``squall.runtime.claim``); ``--log-dir`` puts every log and metrics file of
-the container in one folder (YARN's ``LOG_DIRS``) instead of the run folder.
+The flags (``squall.processargs.ProcessArgs``): every process gets its
+executor's (``--topology --container --state``) plus ``--role`` and, for an
+instance, ``--task``; ports of its container's daemons come from a small
+launch file the executor writes (``--launch``).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -24,56 +17,13 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from squall.errors import SquallError
+from squall.processargs import ProcessArgs
 
 log = logging.getLogger(__name__)
-
-ROLES = ("executor", "tmaster", "stmgr", "metricsmgr", "instance")
 
 
 class RuntimeStartError(SquallError):
     """A runtime process cannot start: its state is missing or inconsistent."""
-
-
-@dataclass(frozen=True)
-class ProcessArgs:
-    topology: str
-    container: int
-    state: str  # the state address file
-    role: str = "executor"
-    task: Optional[int] = None
-    launch: Optional[str] = None
-    log_dir: Optional[str] = None  # every log and metrics file here (YARN); default: the run folder
-    service: Optional[str] = None  # claim a container id of this YARN service (container is -1 until then)
-
-    def argv(self) -> list:
-        """The flags that recreate these arguments (used by the executor for its children)."""
-        out = ["--topology", self.topology, "--container", str(self.container), "--state", self.state,
-               "--role", self.role]
-        if self.task is not None:
-            out += ["--task", str(self.task)]
-        if self.launch is not None:
-            out += ["--launch", self.launch]
-        if self.log_dir is not None:
-            out += ["--log-dir", self.log_dir]
-        return out
-
-
-def parse_args(argv: Optional[list], prog: str) -> ProcessArgs:
-    p = argparse.ArgumentParser(prog=prog, description="A Squall runtime process.")
-    p.add_argument("--topology", required=True)
-    which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--container", type=int)
-    which.add_argument("--service", help="executor on YARN: claim a free container id of this Skein service")
-    p.add_argument("--state", required=True, help="the topology's state address file (state.json)")
-    p.add_argument("--role", default="executor", choices=ROLES)
-    p.add_argument("--task", type=int)
-    p.add_argument("--launch")
-    p.add_argument("--log-dir", help="the container's folder for every log and metrics file")
-    a = p.parse_args(argv)
-    if a.service is not None and a.role != "executor":
-        p.error("--service: only an executor claims its container")
-    container = -1 if a.container is None else a.container
-    return ProcessArgs(a.topology, container, a.state, a.role, a.task, a.launch, a.log_dir, a.service)
 
 
 def setup_logging(role: str, container: int, task: Optional[int] = None) -> None:

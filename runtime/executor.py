@@ -7,10 +7,14 @@ the others wait as standbys) and a metrics manager; container N > 0 runs a
 stream manager, a metrics manager and one process per instance of its
 ContainerPlan. The executor binds the daemons' listening sockets itself and
 hands them down (so a restarted stream manager keeps its port), restarts dead
-children under the restart policy (``squall.supervision``: a budget within a
-sliding window, with backoff), applies packing-plan changes as a diff (same
-task id: untouched process), forwards SIGTERM/SIGINT and exits leaving no
-child behind.
+children under the restart policy, applies packing-plan changes as a diff
+(same task id: untouched process), forwards SIGTERM/SIGINT and exits leaving
+no child behind. Its rules are the one supervision model
+(``squall.supervision.Supervision``: a restart budget within a sliding
+window, with backoff; leavers stopped at a deadline, SIGKILL after the
+grace); packing-plan changes come from the state watch through a queue, the
+only thing that crosses threads into the loop; its command line and its
+children's are ``squall.processargs.ProcessArgs``.
 
 It keeps an ephemeral record ``containers/<topology>/<id>`` of its processes
 (pid, restarts, exits, and the reason once one is past its budget): the
@@ -32,13 +36,14 @@ buffers); then it gets SIGTERM, drains its socket, calls ``close()`` and exits
 (SIGKILL only after ``squall.executor.kill.grace.secs``). The executor's loop
 never blocks on it.
 
-``wanted_processes`` and ``diff`` are pure; ``Executor`` is the loop.
+``wanted_processes``, ``diff`` and ``Supervision`` are pure; ``Executor`` is the loop.
 """
 from __future__ import annotations
 
 import json
 import logging
 import os
+import queue
 import signal
 import socket
 import subprocess
@@ -46,14 +51,19 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Optional
+from typing import Callable, Mapping, NamedTuple, Optional, Sequence, Union
+
+import psutil
 
 from squall.idl import schema
 from squall.logical import instance_process
-from squall.runtime.bootstrap import ProcessArgs, RuntimeStartError, load_env, parse_args, setup_logging
+from squall.processargs import ProcessArgs
+from squall.runtime.bootstrap import RuntimeEnv, RuntimeStartError, load_env, setup_logging
 from squall.runtime.claim import SKEIN_CONTAINER_ENV, YARN_CONTAINER_ENV, claim, record_application
 from squall.runtime.logrotate import own_output_file, rotate
-from squall.supervision import RestartBudget, RestartPolicy, log_tail
+from squall.state import Session, StateManager
+from squall.supervision import (RestartPolicy, Start, Supervised, Supervision, Terminate, log_tail,
+                                stop_processes)
 
 log = logging.getLogger("squall.runtime.executor")
 
@@ -61,6 +71,8 @@ log = logging.getLogger("squall.runtime.executor")
 EXIT_CLAIM_LOST = 75
 # Seconds between log size checks.
 ROTATE_EVERY_SECS = 5.0
+# Seconds the loop waits for an event before it looks at its children again.
+POLL_SECS = 0.1
 
 
 @dataclass(frozen=True)
@@ -70,14 +82,15 @@ class ProcessSpec:
     name: str
     role: str
     task: Optional[int] = None
-    tasks: tuple = ()  # every task the process runs: ``task`` and the rest of its chain
+    tasks: tuple[int, ...] = ()  # every task the process runs: ``task`` and the rest of its chain
 
     @property
     def log_file(self) -> str:
         return f"{self.name}.log"
 
 
-def wanted_processes(container_id: int, container_plan: Any, tmasters: int = 1, chain_list: Any = ()) -> dict:
+def wanted_processes(container_id: int, container_plan: Optional[schema.ContainerPlan], tmasters: int = 1,
+                     chain_list: Sequence[tuple[str, ...]] = ()) -> dict[str, ProcessSpec]:
     """name -> ProcessSpec of everything container ``container_id`` should run: one process per task,
     but one per chain instance for the tasks of ``chain_list`` (``squall.chaining.chains``)."""
     if container_id == 0:
@@ -103,23 +116,12 @@ def wanted_processes(container_id: int, container_plan: Any, tmasters: int = 1, 
     return {s.name: s for s in specs}
 
 
-def diff(current: dict, wanted: dict) -> tuple:
+def diff(current: Mapping[str, ProcessSpec],
+         wanted: Mapping[str, ProcessSpec]) -> tuple[list[ProcessSpec], list[str]]:
     """(specs to start, names to stop): only the difference."""
     start = [s for n, s in wanted.items() if current.get(n) != s]
     stop = [n for n, s in current.items() if wanted.get(n) != s]
     return start, stop
-
-
-class _Child:
-    def __init__(self, spec: ProcessSpec, policy: RestartPolicy):
-        self.spec = spec
-        self.popen: Optional[subprocess.Popen] = None
-        self.started_at = 0.0
-        self.budget = RestartBudget(policy)
-        self.crashes = 0
-        self.last_exit: Optional[int] = None
-        self.next_start = 0.0
-        self.failure: Optional[str] = None  # past its budget: not restarted
 
 
 class StatusPublisher:
@@ -128,13 +130,14 @@ class StatusPublisher:
     session took the ephemeral record with it: the record is created anew,
     and if another executor holds it by then, ``on_lost`` is called."""
 
-    def __init__(self, state: Any, topology: str, container: int, on_lost: Any, every: float = 5.0):
+    def __init__(self, state: StateManager, topology: str, container: int, on_lost: Callable[[], None],
+                 every: float = 5.0):
         from squall.state import member
 
         self.state, self.name = state, member(topology, container)
         self.every = every
         self.on_lost = on_lost
-        self._status: Any = None
+        self._status: Optional[schema.ContainerStatus] = None
         self._recreate = False
         self._lost = False
         self._wake = threading.Event()
@@ -142,14 +145,12 @@ class StatusPublisher:
         self._thread = threading.Thread(target=self._run, name="container-status", daemon=True)
         state.add_listener(self._on_session)
 
-    def _on_session(self, session: Any) -> None:
-        from squall.state import Session
-
+    def _on_session(self, session: Session) -> None:
         if session is Session.LOST:
             self._recreate = True
         self._wake.set()
 
-    def publish(self, status: Any) -> None:
+    def publish(self, status: schema.ContainerStatus) -> None:
         self._status = status
         self._wake.set()
         if not self._thread.is_alive() and not self._stop.is_set():
@@ -194,15 +195,30 @@ class StatusPublisher:
             log.warning("cannot remove the container record %s: %s", self.name, e)
 
 
+class PlanChanged(NamedTuple):
+    """The packing plan in the state manager changed (None: removed)."""
+
+    plan: Optional[schema.PackingPlan]
+
+
+class ClaimLost(NamedTuple):
+    """Another executor took this container's id while this one was cut off."""
+
+
+LoopEvent = Union[PlanChanged, ClaimLost]
+
+
 class Executor:
-    def __init__(self, env: Any):
+    def __init__(self, env: RuntimeEnv):
         self.env = env
         self.args: ProcessArgs = env.args
         self.container = env.args.container
         cfg = env.config
         self.policy = RestartPolicy.from_config(cfg)
         self.tmasters = int(cfg["squall.tmaster.candidates"])
-        self.status = StatusPublisher(env.state, env.name, self.container, self._claim_lost)
+        # from the state watch and the status thread to the loop: nothing else crosses threads
+        self.events: queue.Queue[LoopEvent] = queue.Queue()
+        self.status = StatusPublisher(env.state, env.name, self.container, lambda: self.events.put(ClaimLost()))
         self.claim_lost = False
         self.grace = float(cfg["squall.executor.kill.grace.secs"])
         self.python = env.execution.python or sys.executable
@@ -210,16 +226,15 @@ class Executor:
         self.log_max_bytes = int(cfg["squall.log.max.mb"]) * 1024 * 1024
         self.log_backups = int(cfg["squall.log.backups"])
         self.next_rotate = 0.0
-        self.children: dict = {}
-        self.stopping = False
-        self.new_plan: Any = None
-        self.plan_changed = False
-        self.sockets: dict = {}  # role -> the listening socket it is handed (nobody else inherits it)
+        self.supervision: Supervision[psutil.Popen] = Supervision(self.policy, self.grace)
+        self.specs: dict[str, ProcessSpec] = {}  # what the current plan wants
+        self.roles: dict[str, str] = {}  # name -> role of everything started (leaving ones too)
+        self.stopping = False  # set by the signal handler (the loop's own thread)
+        self.sockets: dict[str, socket.socket] = {}  # role -> the listening socket it is handed
         self.launch_file = os.path.join(self.log_dir, "launch.json")
-        self.retiring: list = []  # [child, packing plan id, deadline, end of drain or None]
         self.retire_timeout = float(cfg["squall.submit.timeout.secs"])
         self.drain = float(cfg["squall.executor.drain.secs"])
-        self.exiting: list = []  # (child, SIGKILL time): retired children sent SIGTERM
+        self.draining: set[str] = set()  # plan ids whose physical plan ran: their leavers drain
         self.leaving: Optional[str] = None  # plan id without this container
 
     # sockets handed to the daemons -------------------------------------------------
@@ -241,52 +256,75 @@ class Executor:
         log.info("container %d: %s", self.container, {k: v for k, v in launch.items() if k.endswith("port")})
 
     # children ---------------------------------------------------------------------------
-    def command(self, spec: ProcessSpec) -> list:
-        args = replace(self.args, role=spec.role, task=spec.task, launch=self.launch_file)
-        return [self.python, "-m", "squall.runtime.process", *args.argv()]
+    def command(self, spec: ProcessSpec) -> list[str]:
+        return replace(self.args, role=spec.role, task=spec.task, launch=self.launch_file).command(self.python)
 
-    def start(self, child: _Child) -> None:
-        spec = child.spec
+    def start(self, unit: Supervised[psutil.Popen], now: float) -> None:
+        spec = self.specs[unit.name]
         path = os.path.join(self.log_dir, spec.log_file)
         with open(path, "ab") as logf:
-            child.popen = subprocess.Popen(self.command(spec), stdin=subprocess.DEVNULL, stdout=logf,
-                                           stderr=subprocess.STDOUT,
-                                           pass_fds=[s.fileno() for r, s in self.sockets.items() if r == spec.role],
-                                           close_fds=True)
-        child.started_at = time.monotonic()
-        restarts = child.budget.restarts(child.started_at)
-        log.info("started %s (pid %d)%s", spec.name, child.popen.pid,
+            process = psutil.Popen(self.command(spec), stdin=subprocess.DEVNULL, stdout=logf,
+                                   stderr=subprocess.STDOUT,
+                                   pass_fds=[s.fileno() for r, s in self.sockets.items() if r == spec.role],
+                                   close_fds=True)
+        self.supervision.started(unit, process, now)
+        self.roles[unit.name] = spec.role
+        restarts = unit.budget.restarts(now)
+        log.info("started %s (pid %d)%s", spec.name, process.pid,
                  f", restart {restarts} within the window" if restarts else "")
 
-    def apply(self, wanted: dict, plan_id: Optional[str] = None) -> None:
+    def apply(self, wanted: dict[str, ProcessSpec], plan_id: Optional[str] = None) -> None:
         """Start what is new now; stop what left once the physical plan of ``plan_id``
         is published (senders no longer route to it) and the drain period has
         passed, or after a deadline."""
-        current = {n: c.spec for n, c in self.children.items()}
-        start, stop = diff(current, wanted)
+        now = time.monotonic()
+        start, stop = diff(self.specs, wanted)
         taken = {t for s in start for t in s.tasks}
-        for name in stop:
-            child = self.children.pop(name)
-            if plan_id is None or taken.intersection(child.spec.tasks):
-                # a task runs in one process at a time: two would take turns at the stream manager, and
-                # a spout would emit twice (a chain an update splits)
-                self.terminate([child])
-            else:
-                log.info("%s left the packing plan; stopping it %.1fs after plan %s is running", name,
-                         self.drain, plan_id)
-                self.retiring.append([child, plan_id, time.monotonic() + self.retire_timeout, None])
-        for spec in start:
-            child = self.children[spec.name] = _Child(spec, self.policy)
-            self.start(child)
+        # a task runs in one process at a time: two would take turns at the stream manager, and a spout
+        # would emit twice (a chain an update splits); these stop before their replacements start
+        at_once = {n for n in stop if plan_id is None or taken.intersection(self.specs[n].tasks)}
+        stopped = self.supervision.want([n for n in self.specs if n not in at_once], now)
+        self.stop_now(stopped)
+        for unit in self.supervision.want(list(wanted), now):
+            log.info("%s left the packing plan; stopping it %.1fs after plan %s is running", unit.name,
+                     self.drain, plan_id)
+            self.supervision.retire(unit, now + self.retire_timeout, plan_id)
+        self.specs = dict(wanted)
+        self.act(now)
         self.publish_status()
+
+    def stop_now(self, units: list[Supervised[psutil.Popen]]) -> None:
+        """Stop ``units`` (leaving) and wait for them, within the grace period."""
+        stop_processes([u.process for u in units if u.process is not None], self.grace)
+        now = time.monotonic()
+        for u in units:
+            code = u.process.returncode if u.process is not None else None
+            self.supervision.exited(u, code, now)
+
+    def act(self, now: float) -> bool:
+        """Carry out what supervision says is due; True if anything was started."""
+        started = False
+        for action in self.supervision.actions(now):
+            unit = action.unit
+            if isinstance(action, Start):
+                self.start(unit, now)
+                started = True
+            elif unit.process is not None and isinstance(action, Terminate):
+                log.info("stopping %s (pid %d)", unit.name, unit.process.pid)
+                _signal(unit.process, signal.SIGTERM)
+            elif unit.process is not None:
+                log.warning("%s (pid %d) ignored SIGTERM for %.1fs; killing it", unit.name, unit.process.pid,
+                            self.grace)
+                _signal(unit.process, signal.SIGKILL)
+        return started
 
     def publish_status(self) -> None:
         now = time.monotonic()
         processes = [
-            schema.ProcessStatus(name=c.spec.name, pid=c.popen.pid if c.popen is not None else 0,
-                                 restarts=c.budget.restarts(now), crashes=c.crashes, last_exit=c.last_exit,
-                                 failure=c.failure, log_file=os.path.join(self.log_dir, c.spec.log_file))
-            for _, c in sorted(self.children.items())
+            schema.ProcessStatus(name=u.name, pid=u.process.pid if u.process is not None else 0,
+                                 restarts=u.budget.restarts(now), crashes=u.crashes, last_exit=u.last_exit,
+                                 failure=u.failure, log_file=os.path.join(self.log_dir, self.specs[u.name].log_file))
+            for _, u in sorted(self.supervision.units.items())
         ]
         self.status.publish(schema.ContainerStatus(container=self.container, host=socket.gethostname(),
                                                    executor_pid=os.getpid(), updated=time.time(),
@@ -300,7 +338,7 @@ class Executor:
         if now < self.next_rotate:
             return
         self.next_rotate = now + ROTATE_EVERY_SECS
-        paths = [os.path.join(self.log_dir, c.spec.log_file) for c in self.children.values()]
+        paths = [os.path.join(self.log_dir, s.log_file) for s in self.specs.values()]
         own = own_output_file()
         for path in paths + ([own] if own else []):
             if rotate(path, self.log_max_bytes, self.log_backups):
@@ -317,113 +355,47 @@ class Executor:
         return pplan is not None and pplan.packing_plan_id == plan_id
 
     def retire(self) -> None:
-        """Retiring children: wait for their plan, then the drain period, then SIGTERM (no waiting here)."""
+        """Leaving children whose plan now runs drain for ``drain`` seconds, then get SIGTERM (``act``)."""
         now = time.monotonic()
-        keep, done = [], []
-        running: dict = {}
-        for entry in self.retiring:
-            child, plan_id, deadline, drained_at = entry
-            if drained_at is None:
-                if plan_id not in running:
-                    # a later update may have replaced plan_id before it ran: its plan counts too
-                    latest = getattr(self.env.packing, "id", plan_id)
-                    running[plan_id] = self.plan_running(plan_id) or (latest != plan_id
-                                                                      and self.plan_running(latest))
-                if running[plan_id]:
-                    drained_at = entry[3] = now + self.drain
-                    log.info("plan %s is running; %s drains for %.1fs", plan_id, child.spec.name, self.drain)
-                elif now >= deadline:
-                    log.warning("plan %s not running after %.0fs; stopping %s anyway", plan_id,
-                                self.retire_timeout, child.spec.name)
-                    drained_at = now
-            if drained_at is not None and now >= drained_at:
-                done.append(child)
-            else:
-                keep.append(entry)
-        self.retiring = keep
-        if done:
-            log.info("stopping %s", [c.spec.name for c in done])
-            self.exiting.extend((c, now + self.grace) for c in done if self._send(c, signal.SIGTERM))
-
-    def reap_exiting(self) -> None:
-        """Retired children that got SIGTERM: forget the ones gone, SIGKILL those past the grace period."""
-        now = time.monotonic()
-        keep = []
-        for child, kill_at in self.exiting:
-            p = child.popen
-            if p is None or p.poll() is not None:
-                if p is not None:
-                    log.info("%s (pid %d) exited with %s", child.spec.name, p.pid, p.returncode)
-                child.popen = None
-            elif now >= kill_at:
-                log.warning("pid %d ignored SIGTERM for %.1fs; killing it", p.pid, self.grace)
-                p.kill()
-                p.wait()
-                child.popen = None
-            else:
-                keep.append((child, kill_at))
-        self.exiting = keep
-
-    @staticmethod
-    def _send(child: _Child, signum: int) -> bool:
-        p = child.popen
-        if p is None or p.poll() is not None:
-            return False
-        try:
-            p.send_signal(signum)
-        except ProcessLookupError:
-            return False
-        return True
+        waiting = {u.label for u in self.supervision.leaving if u.label is not None} - self.draining
+        latest = self.env.packing.id
+        for plan_id in sorted(waiting):
+            # a later update may have replaced plan_id before it ran: its plan counts too
+            if self.plan_running(plan_id) or (latest != plan_id and self.plan_running(latest)):
+                self.draining.add(plan_id)
+                names = [u.name for u in self.supervision.leaving if u.label == plan_id]
+                log.info("plan %s is running; %s drain for %.1fs", plan_id, names, self.drain)
+                for u in self.supervision.leaving:
+                    if u.label == plan_id:
+                        self.supervision.retire(u, now + self.drain)
 
     def check_children(self) -> None:
-        """Restart dead children under the restart policy; give up on one past its budget."""
+        """Reap exits; restart dead children under the restart policy; give up on one past its budget."""
         now = time.monotonic()
         changed = False
-        for child in self.children.values():
-            p = child.popen
-            if p is not None and p.poll() is not None:
-                changed = True
-                code = child.last_exit = p.returncode
-                child.popen = None
-                child.crashes += 1
-                delay = child.budget.on_exit(now)
-                if delay is None:
-                    path = os.path.join(self.log_dir, child.spec.log_file)
-                    child.failure = (f"container {self.container}: {child.spec.name} exited with {code}, past its "
-                                     f"restart budget ({self.policy.describe()}); the end of its log ({path}):\n"
-                                     f"{log_tail(path)}")
-                    log.error("%s (pid %d) exited with %s; not restarting it: past its budget of %s",
-                              child.spec.name, p.pid, code, self.policy.describe())
-                    continue
-                child.next_start = now + delay
+        for unit in self.supervision.running():
+            p = unit.process
+            code = p.poll() if p is not None else None
+            if p is None or code is None:
+                continue
+            changed = True
+            self.supervision.exited(unit, code, now)
+            if unit.leaving:
+                log.info("%s (pid %d) exited with %s", unit.name, p.pid, code)
+            elif unit.failure is not None:
+                path = os.path.join(self.log_dir, self.specs[unit.name].log_file)
+                unit.failure = (f"container {self.container}: {unit.failure}; the end of its log ({path}):\n"
+                                f"{log_tail(path)}")
+                log.error("%s (pid %d) exited with %s; not restarting it: past its budget of %s",
+                          unit.name, p.pid, code, self.policy.describe())
+            else:
                 log.warning("%s (pid %d) exited with %s after %.1fs; restarting in %.1fs (%d restarts within %gs, "
-                            "budget %d)", child.spec.name, p.pid, code, now - child.started_at, delay,
-                            child.budget.restarts(now), self.policy.window, self.policy.max_restarts)
-            elif p is None and child.failure is None and now >= child.next_start:
-                self.start(child)
-                changed = True
-        if changed:
+                            "budget %d)", unit.name, p.pid, code, now - unit.started_at, unit.next_start - now,
+                            unit.budget.restarts(now), self.policy.window, self.policy.max_restarts)
+        if self.act(now) or changed:
             self.publish_status()
 
-    def terminate(self, children: list) -> None:
-        procs = [c.popen for c in children if c.popen is not None and c.popen.poll() is None]
-        for p in procs:
-            try:
-                p.send_signal(signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + self.grace
-        for p in procs:
-            try:
-                p.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                log.warning("pid %d ignored SIGTERM for %.1fs; killing it", p.pid, self.grace)
-                p.kill()
-                p.wait()
-        for c in children:
-            c.popen = None
-
-    def chains(self) -> list:
+    def chains(self) -> list[tuple[str, ...]]:
         """The topology's chains, as the current logical plan has them (an update that changed a
         component's parallelism may have joined or split chains)."""
         from squall.chaining import chains
@@ -437,9 +409,27 @@ class Executor:
         return chains(self.env.topology)
 
     # the loop -----------------------------------------------------------------------------
-    def on_plan(self, plan: Any) -> None:  # state watch thread
-        self.new_plan = plan
-        self.plan_changed = True
+    def on_plan(self, plan: Optional[schema.PackingPlan]) -> None:  # state watch thread
+        self.events.put(PlanChanged(plan))
+
+    def next_plan(self) -> Optional[PlanChanged]:
+        """Wait for the next event up to one poll period; the latest plan change, if any (a lost claim
+        stops the loop)."""
+        changed: Optional[PlanChanged] = None
+        try:
+            event: Optional[LoopEvent] = self.events.get(timeout=POLL_SECS)
+        except queue.Empty:
+            return None
+        while event is not None:
+            if isinstance(event, ClaimLost):
+                self.claim_lost = self.stopping = True
+            else:
+                changed = event
+            try:
+                event = self.events.get_nowait()
+            except queue.Empty:
+                event = None
+        return changed
 
     def run(self) -> int:
         from squall.state import Kind
@@ -448,17 +438,19 @@ class Executor:
         signal.signal(signal.SIGTERM, self._signal)
         signal.signal(signal.SIGINT, self._signal)
         cancel = self.env.state.watch(Kind.PACKING_PLAN, self.env.name, self.on_plan)
-        code = 0
+        leave_at: Optional[float] = None
+        leave_deadline = 0.0
         try:
             if self.container != 0 and self.env.container_plan() is None:
                 log.info("container %d is not in the packing plan; nothing to run", self.container)
                 return 0
             self.apply(wanted_processes(self.container, self.env.container_plan(), self.tmasters, self.chains()))
             while not self.stopping:
-                time.sleep(0.1)
-                if self.plan_changed:
-                    self.plan_changed = False
-                    plan = self.new_plan
+                changed = self.next_plan()
+                if self.stopping:
+                    break
+                if changed is not None:
+                    plan = changed.plan
                     if plan is None:
                         log.info("packing plan removed; stopping")
                         break
@@ -478,41 +470,39 @@ class Executor:
                         leave_at = now + self.drain  # frames routed here with the old plan drain first
                     if leave_at is not None and now >= leave_at:
                         break
-                if self.stopping:
-                    break
                 self.check_children()
                 self.rotate_logs()
-                if self.retiring:
+                if self.supervision.leaving:
                     self.retire()
-                if self.exiting:
-                    self.reap_exiting()
         finally:
             cancel()
-            rest = list(self.children.values()) + [e[0] for e in self.retiring] + [c for c, _ in self.exiting]
-            log.info("stopping %d processes", len([c for c in rest if c.popen is not None]))
+            rest = self.supervision.running()
+            log.info("stopping %d processes", len(rest))
             # instances first: they drain what their stream manager still holds for them and flush
             # their output through it; the daemons stop once they are gone (each step bounded by the grace)
-            self.terminate([c for c in rest if c.spec.role == "instance"])
-            self.terminate([c for c in rest if c.spec.role != "instance"])
-            self.retiring = []
-            self.exiting = []
+            for first in (True, False):
+                stop_processes([u.process for u in rest if u.process is not None
+                                and (self.roles.get(u.name) == "instance") == first], self.grace)
             for s in self.sockets.values():
                 s.close()
             self.status.close()
         log.info("executor of container %d exits", self.container)
-        return EXIT_CLAIM_LOST if self.claim_lost else code
+        return EXIT_CLAIM_LOST if self.claim_lost else 0
 
-    def _signal(self, signum: int, frame: Any) -> None:
+    def _signal(self, signum: int, frame: object) -> None:
         log.info("received signal %d; stopping", signum)
         self.stopping = True
 
-    def _claim_lost(self) -> None:  # status thread
-        self.claim_lost = True
-        self.stopping = True
+
+def _signal(process: psutil.Popen, signum: int) -> None:
+    try:
+        process.send_signal(signum)
+    except (ProcessLookupError, psutil.NoSuchProcess):
+        pass
 
 
-def main(argv: Optional[list] = None) -> int:
-    args = parse_args(argv, "python -m squall.runtime.executor")
+def main(argv: Optional[list[str]] = None) -> int:
+    args = ProcessArgs.parse(argv, "python -m squall.runtime.executor")
     setup_logging("executor", args.container)
     try:
         env = load_env(args)

@@ -9,14 +9,15 @@ import logging
 import sys
 from typing import Optional
 
-from squall.runtime.bootstrap import RuntimeStartError, load_env, parse_args, setup_logging
+from squall.processargs import ProcessArgs
+from squall.runtime.bootstrap import RuntimeStartError, load_env, setup_logging
 from squall.supervision import die_with_parent
 
 log = logging.getLogger("squall.runtime.process")
 
 
 def main(argv: Optional[list] = None) -> int:
-    args = parse_args(argv, "python -m squall.runtime.process")
+    args = ProcessArgs.parse(argv, "python -m squall.runtime.process")
     setup_logging(args.role, args.container, args.task)
     die_with_parent()
     try:

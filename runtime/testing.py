@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import time
-from typing import Any, Optional
+from typing import Callable, Optional
+
+import psutil
 
 from squall.idl import schema
+from squall.processargs import ProcessArgs
+from squall.supervision import stop_processes
 
 
-def hand_packing(topology: Any, containers: int, plan_id: str = "test-plan") -> Any:
+def hand_packing(topology: schema.Topology, containers: int, plan_id: str = "test-plan") -> schema.PackingPlan:
     """Round-robin the tasks of ``topology`` over containers 1..N (task ids as squall.logical.task_ids)."""
     from squall.logical import task_ids
 
@@ -34,7 +37,8 @@ def hand_packing(topology: Any, containers: int, plan_id: str = "test-plan") -> 
                     for c, insts in boxes.items() if insts])
 
 
-def write_state(state_root: str, run_dir: str, topology: Any, packing: Any) -> Any:
+def write_state(state_root: str, run_dir: str, topology: schema.Topology,
+                packing: schema.PackingPlan) -> schema.ExecutionState:
     """Topology, packing plan and execution state records, plus the run folder and its state address file."""
     from squall.state import Kind, LocalStateManager, StateAddress
 
@@ -56,10 +60,9 @@ def state_file(run_dir: str) -> str:
     return os.path.join(run_dir, "state.json")
 
 
-def executor_command(name: str, container: int, run_dir: str, python: Optional[str] = None) -> list:
-    """The runtime contract's command (as ``squall.scheduler.supervisor.executor_command``)."""
-    return [python or sys.executable, "-m", "squall.runtime.executor", "--topology", name, "--container",
-            str(container), "--state", state_file(run_dir)]
+def executor_command(name: str, container: int, run_dir: str, python: Optional[str] = None) -> list[str]:
+    """The runtime contract's command, as every launcher builds it (``squall.processargs``)."""
+    return ProcessArgs(name, container, state_file(run_dir)).command(python or sys.executable)
 
 
 class LocalRun:
@@ -68,7 +71,7 @@ class LocalRun:
     def __init__(self, name: str, state_root: str, run_dir: str, containers: list):
         self.name, self.state_root, self.run_dir = name, state_root, run_dir
         self.containers = [0] + [c for c in containers if c != 0]
-        self.procs: dict = {}
+        self.procs: dict[int, psutil.Popen] = {}
 
     def start(self) -> "LocalRun":
         for c in self.containers:
@@ -79,10 +82,11 @@ class LocalRun:
         log_dir = os.path.join(self.run_dir, "logs", f"container-{c}")
         os.makedirs(log_dir, exist_ok=True)
         with open(os.path.join(log_dir, "executor.log"), "ab") as logf:
-            self.procs[c] = subprocess.Popen(executor_command(self.name, c, self.run_dir), stdout=logf,
+            self.procs[c] = psutil.Popen(executor_command(self.name, c, self.run_dir), stdout=logf,
                                              stderr=subprocess.STDOUT, start_new_session=True)
 
-    def wait_pplan(self, timeout: float = 30.0, predicate: Any = None) -> Any:
+    def wait_pplan(self, timeout: float = 30.0,
+                   predicate: Optional[Callable[[schema.PhysicalPlan], bool]] = None) -> schema.PhysicalPlan:
         from squall.state import Kind, LocalStateManager
 
         state = LocalStateManager(self.state_root)
@@ -111,13 +115,5 @@ class LocalRun:
         return "\n".join(out)
 
     def stop(self, timeout: float = 15.0) -> None:
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        for p in self.procs.values():
-            try:
-                p.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+        """SIGTERM the executors (each stops its processes); SIGKILL those still there after ``timeout``."""
+        stop_processes(list(self.procs.values()), timeout)

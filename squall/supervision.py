@@ -1,10 +1,32 @@
-"""One restart policy for processes (restarted by their executor) and containers
-(restarted by their scheduler): a budget of restarts within a sliding window,
-with a doubling backoff.
+"""Supervision, written once: the executor supervises the processes of its
+container with it, the local supervisor the executors of its topology, and
+the YARN application driver applies its restart budget to YARN's relaunches.
+
+The restart policy: a budget of restarts within a sliding window, with a
+doubling backoff.
 
 A process that crashes once an hour is restarted for ever; one that crashes
 ``squall.restart.max`` + 1 times within ``squall.restart.window.secs`` is given
 up on, and its topology fails with the reason.
+
+``Supervision`` is the pure model (no processes, no clock): the wanted names,
+the restart budget and the deadlines in (``want``, ``started``, ``exited``,
+``retire``, the time), ``Start`` / ``Terminate`` / ``Kill`` actions out
+(``actions``). Its rules:
+
+- a wanted name is started; when its process exits it is started again after
+  the policy's backoff, unless it is past its budget: then it is *failed*,
+  with the reason, and never started again (``free_clean_exit``: an exit with
+  status 0 is a requested restart, at once and not counted);
+- a name that is no longer wanted is *leaving*: it is not restarted; the shell
+  says when it gets SIGTERM (``retire``: at once, or after a drain), and it
+  gets SIGKILL ``grace`` seconds after SIGTERM; a leaving name that is wanted
+  again keeps its process;
+- a process already running when supervision starts (a restarted supervisor
+  resuming) is adopted with ``started``, not started twice.
+
+``stop_processes`` is the one SIGTERM-wait-SIGKILL routine, for stopping
+everything at once (an executor's shutdown, a kill).
 
 ``RetryPolicy`` is the other half: how a process retries what it needs (an
 instance reaching its restarted stream manager) before it gives up and exits.
@@ -16,11 +38,14 @@ import logging
 import os
 import signal
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, TypeVar
+from dataclasses import dataclass, field
+from typing import Callable, Collection, Generic, Iterable, Mapping, NamedTuple, Optional, Sequence, TypeVar, Union
+
+import psutil
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+P = TypeVar("P")  # the shell's handle of a process: the model stores it, never touches it
 
 
 @dataclass(frozen=True)
@@ -31,9 +56,10 @@ class RestartPolicy:
     backoff_max: float
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> "RestartPolicy":
-        return cls(int(config["squall.restart.max"]), float(config["squall.restart.window.secs"]),
-                   float(config["squall.restart.backoff.secs"]), float(config["squall.restart.backoff.max.secs"]))
+    def from_config(cls, config: Mapping[str, object]) -> "RestartPolicy":
+        return cls(int(str(config["squall.restart.max"])), float(str(config["squall.restart.window.secs"])),
+                   float(str(config["squall.restart.backoff.secs"])),
+                   float(str(config["squall.restart.backoff.max.secs"])))
 
     def describe(self) -> str:
         return f"{self.max_restarts} restarts within {self.window:g}s"
@@ -42,9 +68,13 @@ class RestartPolicy:
 class RestartBudget:
     """The restarts of one process or container, against a policy."""
 
-    def __init__(self, policy: RestartPolicy):
+    def __init__(self, policy: RestartPolicy, times: Iterable[float] = ()):
         self.policy = policy
-        self._times: collections.deque = collections.deque()
+        self._times: collections.deque[float] = collections.deque(sorted(times))
+
+    def times(self) -> list[float]:
+        """When the restarts within the window happened (to carry the budget over to a new supervisor)."""
+        return list(self._times)
 
     def restarts(self, now: float) -> int:
         """Restarts within the window ending at ``now``."""
@@ -59,6 +89,164 @@ class RestartBudget:
             return None
         self._times.append(now)
         return min(self.policy.backoff * (2 ** used), self.policy.backoff_max)
+
+
+class Start(NamedTuple):
+    unit: "Supervised"
+
+
+class Terminate(NamedTuple):
+    """Send SIGTERM: it leaves."""
+
+    unit: "Supervised"
+
+
+class Kill(NamedTuple):
+    """Send SIGKILL: it ignored SIGTERM for the grace period."""
+
+    unit: "Supervised"
+
+
+Action = Union[Start, Terminate, Kill]
+
+
+@dataclass(eq=False)
+class Supervised(Generic[P]):
+    """One supervised name and what is known of its process."""
+
+    name: str
+    budget: RestartBudget
+    process: Optional[P] = None  # the shell's handle; None: not running
+    started_at: float = 0.0
+    next_start: float = 0.0
+    crashes: int = 0
+    last_exit: Optional[int] = None
+    failure: Optional[str] = None  # past its budget: never started again
+    leaving: bool = False
+    label: Optional[str] = None  # the shell's reason it leaves (the executor: the plan it left with)
+    stop_at: Optional[float] = None  # leaving: SIGTERM at this time; None: the shell has not said yet
+    kill_at: Optional[float] = None  # SIGTERM sent: SIGKILL at this time
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None
+
+
+@dataclass
+class Supervision(Generic[P]):
+    """The pure supervision model (module docstring)."""
+
+    policy: RestartPolicy
+    grace: float
+    free_clean_exit: bool = False
+    units: dict[str, Supervised[P]] = field(default_factory=dict)  # wanted, by name
+    leaving: list[Supervised[P]] = field(default_factory=list)
+
+    def want(self, names: Collection[str], now: float) -> list[Supervised[P]]:
+        """The wanted names are ``names`` from now on: new ones are due to start; the ones no longer wanted
+        leave (returned; each stays running until ``retire`` says when it is stopped)."""
+        for name in names:
+            if name in self.units:
+                continue
+            back = next((u for u in self.leaving if u.name == name and u.running), None)
+            if back is not None:  # wanted again before it left: its process stays
+                self.leaving.remove(back)
+                back.leaving, back.label, back.stop_at, back.kill_at = False, None, None, None
+                self.units[name] = back
+            else:
+                self.units[name] = Supervised(name, RestartBudget(self.policy), next_start=now)
+        gone = [u for n, u in self.units.items() if n not in names]
+        for u in gone:
+            del self.units[u.name]
+            u.leaving = True
+            if u.running:
+                self.leaving.append(u)
+        return [u for u in gone if u.running]
+
+    def retire(self, unit: Supervised[P], stop_at: float, label: Optional[str] = None) -> None:
+        """A leaving ``unit`` gets SIGTERM at ``stop_at`` (earlier calls may bring it forward, never back)."""
+        unit.stop_at = stop_at if unit.stop_at is None else min(unit.stop_at, stop_at)
+        if label is not None:
+            unit.label = label
+
+    def started(self, unit: Supervised[P], process: P, now: float) -> None:
+        """``unit`` runs as ``process`` (started by the shell, or adopted)."""
+        unit.process, unit.started_at = process, now
+
+    def exited(self, unit: Supervised[P], code: Optional[int], now: float) -> None:
+        """``unit``'s process exited with ``code`` (None: unknown, an adopted process): a leaving unit is
+        gone; a wanted one is started again after its backoff, or failed past its budget."""
+        unit.process, unit.kill_at = None, None
+        if unit.leaving:
+            if unit in self.leaving:
+                self.leaving.remove(unit)
+            return
+        if code == 0 and self.free_clean_exit:
+            unit.next_start = now
+            return
+        unit.crashes += 1
+        unit.last_exit = code
+        delay = unit.budget.on_exit(now)
+        if delay is None:
+            unit.failure = (f"{unit.name} exited with {'an unknown status' if code is None else code}, "
+                            f"past its restart budget ({self.policy.describe()})")
+        else:
+            unit.next_start = now + delay
+
+    def actions(self, now: float) -> list[Action]:
+        """What is due at ``now``: starts, SIGTERMs and SIGKILLs (each given once)."""
+        out: list[Action] = [Start(u) for u in self.units.values()
+                             if not u.running and u.failure is None and now >= u.next_start]
+        for u in self.leaving:
+            if u.kill_at is not None:
+                if now >= u.kill_at:
+                    u.kill_at = float("inf")
+                    out.append(Kill(u))
+            elif u.stop_at is not None and now >= u.stop_at:
+                u.kill_at = now + self.grace
+                out.append(Terminate(u))
+        return out
+
+    def running(self) -> list[Supervised[P]]:
+        """Every unit with a process, wanted or leaving."""
+        return [u for u in self.units.values() if u.running] + list(self.leaving)
+
+    @property
+    def failure(self) -> Optional[str]:
+        """The first failure (by name), if any unit is past its budget."""
+        return next((u.failure for _, u in sorted(self.units.items()) if u.failure is not None), None)
+
+
+def stop_processes(processes: Sequence[psutil.Process], grace: float, group: bool = False) -> None:
+    """SIGTERM each process (``group``: its process group), wait up to ``grace`` seconds for all of them
+    (``psutil.wait_procs``, which also reaps our children), SIGKILL the ones still there.
+
+    Give ``psutil.Popen`` for children of ours: its ``returncode`` is kept current."""
+    processes = list(processes)
+    _send(processes, signal.SIGTERM, group)
+    _, alive = psutil.wait_procs(processes, timeout=grace)
+    if not alive:
+        return
+    log.warning("pids %s ignored SIGTERM for %.1fs; killing them", [p.pid for p in alive], grace)
+    _send(alive, signal.SIGKILL, group)
+    _, alive = psutil.wait_procs(alive, timeout=5.0)
+    if alive:
+        log.error("pids %s survived SIGKILL for 5s", [p.pid for p in alive])
+
+
+def _send(processes: Iterable[psutil.Process], signum: int, group: bool) -> None:
+    for p in processes:
+        try:
+            if group:
+                try:
+                    pgid = os.getpgid(p.pid)
+                except ProcessLookupError:
+                    pgid = p.pid  # the leader is gone; its group may not be (a session leader's pgid is its pid)
+                os.killpg(pgid, signum)
+            else:
+                p.send_signal(signum)
+        except (ProcessLookupError, psutil.NoSuchProcess):
+            pass
 
 
 def log_tail(path: str, lines: int = 12) -> str:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Protocol
 
 from squall.commandline import add_config_path_option, add_json_option, format_table, print_json
 from squall.conf import base_config
@@ -11,7 +11,13 @@ from squall.state import Kind, StateManager, member, open_state_manager
 from squall.yarn.view import squall_containers, view_json
 
 
-def register(sub: Any) -> None:
+class SubParsers(Protocol):
+    """What ``register`` is given: ``ArgumentParser.add_subparsers()``'s result."""
+
+    def add_parser(self, name: str, **kwargs: object) -> argparse.ArgumentParser: ...
+
+
+def register(sub: SubParsers) -> None:
     p = sub.add_parser("cluster", help="the YARN cluster: nodes, who uses them, resource pools, queues")
     add_config_path_option(p)
     add_json_option(p)

@@ -12,14 +12,17 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from typing import Any, Iterator, Mapping, Optional
+from typing import TYPE_CHECKING, Iterator, Mapping, Optional
 
 from squall.yarn.errors import YarnError
 from squall.yarn.hadoop import HadoopConf, client_tools, limited_conf_dir, probe
 from squall.yarn.rest import RMClient
 
+if TYPE_CHECKING:
+    import skein
 
-def kerberos(config: Mapping[str, Any]) -> dict:
+
+def kerberos(config: Mapping[str, object]) -> dict:
     """Skein client keyword arguments for a keytab login, or {} for the ticket cache."""
     principal, keytab = config["squall.yarn.principal"], config["squall.yarn.keytab"]
     if bool(principal) != bool(keytab):
@@ -38,7 +41,7 @@ def hadoop_conf() -> Optional[HadoopConf]:
     return None
 
 
-def rm_client(config: Mapping[str, Any]) -> Optional[RMClient]:
+def rm_client(config: Mapping[str, object]) -> Optional[RMClient]:
     """The ResourceManager's REST API at ``squall.yarn.rm.url`` or the Hadoop configuration's
     addresses; None when neither says where it is."""
     timeout = float(config["squall.yarn.connect.timeout.secs"])
@@ -48,14 +51,14 @@ def rm_client(config: Mapping[str, Any]) -> Optional[RMClient]:
     return RMClient(conf.rm_web_urls(), timeout) if conf is not None else None
 
 
-def check_reachable(config: Mapping[str, Any]) -> None:
+def check_reachable(config: Mapping[str, object]) -> None:
     """Fail fast: the client tools are there and a ResourceManager accepts connections."""
     tools = client_tools()
     probe(HadoopConf.read(tools.conf_dir).rm_addresses(), float(config["squall.yarn.connect.timeout.secs"]))
 
 
 @contextlib.contextmanager
-def skein_client(config: Mapping[str, Any]) -> Iterator[Any]:
+def skein_client(config: Mapping[str, object]) -> Iterator[skein.Client]:
     """A started ``skein.Client`` (its driver stops when the block ends)."""
     import skein
 
@@ -83,7 +86,7 @@ def skein_client(config: Mapping[str, Any]) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def application(config: Mapping[str, Any], app_id: str) -> Iterator[Any]:
+def application(config: Mapping[str, object], app_id: str) -> Iterator[skein.ApplicationClient]:
     """A ``skein.ApplicationClient`` of running application ``app_id``."""
     import skein
 

@@ -18,7 +18,8 @@ Skein ends the application whenever this script exits: cleanly -> SUCCEEDED,
 otherwise FAILED. So if the shutdown call cannot reach the master, exiting
 non-zero still fails the application (with Skein's generic diagnostics).
 
-``ContainerWatch`` holds the rules; ``run`` is the loop.
+``ContainerWatch`` holds the rules (the one supervision model,
+``squall.supervision``); ``run`` is the loop.
 """
 from __future__ import annotations
 
@@ -26,11 +27,11 @@ import argparse
 import logging
 import sys
 import time
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Collection, Mapping, Optional
 
 from squall.scheduler.daemon import topology_daemon
-from squall.supervision import RestartBudget, RestartPolicy
+from squall.state import StateManager
+from squall.supervision import RestartPolicy, Supervision
 
 log = logging.getLogger("squall.yarn.driver")
 
@@ -38,28 +39,39 @@ POLL_SECS = 1.0
 EXIT_FAILED = 3
 
 
-@dataclass
 class ContainerWatch:
-    """Container exits against the restart policy, from the container records' holders over time."""
+    """Container exits against the restart policy, from the container records' holders over time: the one
+    supervision model (``squall.supervision.Supervision``) with YARN starting the processes; a
+    container's process is its holder, (host, executor pid)."""
 
-    policy: RestartPolicy
-    holders: dict = field(default_factory=dict)  # container id -> (host, executor pid) last seen
-    budgets: dict = field(default_factory=dict)  # container id -> RestartBudget
+    def __init__(self, policy: RestartPolicy):
+        self.policy = policy
+        self.supervision: Supervision[tuple[str, int]] = Supervision(policy, grace=0.0)
 
-    def observe(self, holders: dict, in_plan: set, now: float) -> Optional[str]:
+    def observe(self, holders: Mapping[int, tuple[str, int]], in_plan: Collection[int], now: float) -> Optional[str]:
         """The records' holders are ``holders`` now; the reason a container failed the topology, if one did."""
         failure = None
-        exited = [cid for cid, who in self.holders.items() if holders.get(cid) != who]
-        for cid in sorted(set(exited) & in_plan):
-            budget = self.budgets.setdefault(cid, RestartBudget(self.policy))
-            if budget.on_exit(now) is None:
-                failure = failure or (f"container {cid} exited {budget.restarts(now) + 1} times within "
-                                      f"{self.policy.window:g}s, past its restart budget ({self.policy.describe()})")
-            else:
-                log.warning("container %d exited; YARN relaunches it (%d restarts within %gs)", cid,
-                            budget.restarts(now), self.policy.window)
-        self.holders = dict(holders)
+        for unit in self.supervision.want([str(c) for c in sorted(in_plan)], now):
+            self.supervision.exited(unit, None, now)  # left the plan: its exit does not count
+        for name, unit in sorted(self.supervision.units.items()):
+            holder = holders.get(int(name))
+            if unit.process is not None and unit.process != holder:
+                self.supervision.exited(unit, None, now)
+                if unit.failure is not None:
+                    unit.failure = (f"container {name} exited {unit.budget.restarts(now) + 1} times within "
+                                    f"{self.policy.window:g}s, past its restart budget ({self.policy.describe()})")
+                    failure = failure or unit.failure
+                else:
+                    log.warning("container %s exited; YARN relaunches it (%d restarts within %gs)", name,
+                                unit.budget.restarts(now), self.policy.window)
+            if holder is not None and unit.process is None:
+                self.supervision.started(unit, holder, now)
         return failure
+
+    def restarts(self, container: int, now: float) -> int:
+        """Exits of ``container`` within the window ending at ``now``."""
+        unit = self.supervision.units.get(str(container))
+        return unit.budget.restarts(now) if unit is not None else 0
 
 
 def shutdown_failed(reason: str) -> None:
@@ -73,7 +85,7 @@ def shutdown_failed(reason: str) -> None:
         log.error("could not shut the application down through Skein (%s); exiting with %d instead", e, EXIT_FAILED)
 
 
-def run(state: Any, name: str, policy: RestartPolicy) -> int:
+def run(state: StateManager, name: str, policy: RestartPolicy) -> int:
     from squall.state import Kind, StateError, member
 
     watch = ContainerWatch(policy)
@@ -84,7 +96,7 @@ def run(state: Any, name: str, policy: RestartPolicy) -> int:
                 return 0
             plan = state.get(Kind.PACKING_PLAN, name)
             in_plan = {0} | ({c.id for c in plan.containers} if plan is not None else set())
-            holders = {}
+            holders: dict[int, tuple[str, int]] = {}
             for m in state.members(Kind.CONTAINER, name):
                 record = state.get(Kind.CONTAINER, member(name, m))
                 if record is not None:
@@ -105,12 +117,12 @@ def run(state: Any, name: str, policy: RestartPolicy) -> int:
         time.sleep(POLL_SECS)
 
 
-def main(argv: Optional[list] = None) -> int:
+def main(argv: Optional[list[str]] = None) -> int:
     return topology_daemon(argv, "python -m squall.yarn.driver",
                            "Squall's application driver in a topology's Skein application master.", "driver", _run)
 
 
-def _run(args: argparse.Namespace, state: Any) -> int:
+def _run(args: argparse.Namespace, state: StateManager) -> int:
     from squall.logical import topology_config
     from squall.state import Kind
 

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Mapping, Optional
 
 from squall.yarn.errors import YarnError
 
@@ -35,7 +35,7 @@ class PythonEnvironment:
     archive: Optional[str] = None  # source of the shipped environment, if any
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> "PythonEnvironment":
+    def from_config(cls, config: Mapping[str, object]) -> "PythonEnvironment":
         python, archive = config["squall.yarn.python"], config["squall.yarn.environment"]
         if python and archive:
             raise YarnError("squall.yarn.python and squall.yarn.environment are both set: choose the interpreter on "

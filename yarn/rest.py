@@ -10,7 +10,7 @@ import json
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
 from squall.yarn.errors import YarnError
 
@@ -90,7 +90,7 @@ class AppReport:
         return "other"
 
 
-def _int(value: Any) -> int:
+def _int(value: object) -> int:
     return int(value or 0)
 
 
@@ -155,7 +155,7 @@ def _fair_queue(q: dict, out: list, cluster_mb: Optional[int] = None) -> None:
     top = q.get("maxResources") or {}
     cluster_mb = cluster_mb or _int((q.get("clusterResources") or {}).get("memory")) or _int(top.get("memory"))
     children = ((q.get("childQueues") or {}).get("queue")) or []
-    def share(amount: Any) -> float:
+    def share(amount: object) -> float:
         return 100.0 * _int(amount) / cluster_mb if cluster_mb else 0.0
     out.append(QueueReport(q["queueName"], share(fair.get("memory")),
                            100.0 * _int(used.get("memory")) / _int(fair.get("memory")) if _int(fair.get("memory")) else 0.0,

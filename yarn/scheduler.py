@@ -28,9 +28,10 @@ import logging
 import os
 import socket
 import time
-from typing import Any, Mapping, Optional
+from typing import TYPE_CHECKING, Mapping, Optional
 from urllib.parse import urlparse
 
+from squall.conf import Config
 from squall.idl import schema
 from squall.logical import topology_config
 from squall.packing import normalise, renumber_containers
@@ -45,6 +46,11 @@ from squall.yarn.errors import YarnError
 from squall.yarn.spec import TMASTER_SERVICE, build_spec, parse_service, service_shapes, services_of, spare_shape
 from squall.yarn.staging import Staged, topology_archive
 
+if TYPE_CHECKING:
+    import skein
+
+    from squall.packing import Placement
+
 log = logging.getLogger(__name__)
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -54,7 +60,7 @@ def staging_dir(run_dir: str) -> str:
     return os.path.join(run_dir, "yarn")
 
 
-def with_allocation_limits(config: Mapping[str, Any]) -> tuple:
+def with_allocation_limits(config: Mapping[str, object]) -> tuple[Mapping[str, object], str]:
     """``config`` with the maximum allocation lowered to the queue's or the cluster's, when the Hadoop
     configuration says it is lower; and where the binding limit comes from."""
     conf = hadoop_conf()
@@ -69,7 +75,7 @@ def with_allocation_limits(config: Mapping[str, Any]) -> tuple:
     return limited, source or "squall.yarn.max.allocation.*"
 
 
-def checked_shapes(plan: Any, config: Mapping[str, Any]) -> list:
+def checked_shapes(plan: schema.PackingPlan, config: Mapping[str, object]) -> list:
     """The plan's services, refusing a container above the queue's or the cluster's maximum allocation."""
     limited, source = with_allocation_limits(config)
     try:
@@ -85,7 +91,7 @@ class YarnScheduler(Scheduler):
         self.offline = options.dry_run or options.spec_out is not None  # YARN is not called
 
     @classmethod
-    def create(cls, state: Any, options: LaunchOptions = LaunchOptions()) -> "YarnScheduler":
+    def create(cls, state: StateManager, options: LaunchOptions = LaunchOptions()) -> "YarnScheduler":
         return cls(state, options)
 
     @property
@@ -96,7 +102,7 @@ class YarnScheduler(Scheduler):
         return ""  # the containers' own (squall.yarn.python or the shipped environment)
 
     # ---------------------------------------------------------------- submit
-    def check(self, topology: Any, plan: Any, config: Mapping[str, Any]) -> None:
+    def check(self, topology: schema.Topology, plan: schema.PackingPlan, config: Mapping[str, object]) -> None:
         PythonEnvironment.from_config(config)
         host = config["squall.runtime.bind.host"]
         if host in LOOPBACK:
@@ -112,14 +118,15 @@ class YarnScheduler(Scheduler):
             if checkpointing(topology, config):
                 open_storage(storage, None)  # a StateError names what is wrong: nothing is launched
 
-    def _spec(self, topology: Any, plan: Any, config: Mapping[str, Any], run_dir: str, archive: str) -> tuple:
+    def _spec(self, topology: schema.Topology, plan: schema.PackingPlan, config: Mapping[str, object], run_dir: str,
+              archive: str) -> tuple[skein.ApplicationSpec, dict[int, str]]:
         env = PythonEnvironment.from_config(config)
         staged = Staged(state_file_of(run_dir), archive, env.archive)
         shapes = checked_shapes(plan, config)
         spec = build_spec(topology.name, plan, config, staged, env, self._placement(plan, config))
         return spec, services_of(shapes)
 
-    def _placement(self, plan: Any, config: Mapping[str, Any]) -> Optional[Any]:
+    def _placement(self, plan: schema.PackingPlan, config: Mapping[str, object]) -> Optional[Placement]:
         """Placement hints from the cluster's resource pools, when the ResourceManager's address is known."""
         from squall.packing import place, tmaster_container_resources
         from squall.yarn.view import fetch_view
@@ -130,12 +137,12 @@ class YarnScheduler(Scheduler):
         view = fetch_view(rm, [], config)
         return place(plan, [n.pool for n in view.nodes], tmaster_container_resources(config))
 
-    def describe(self, topology: Any, plan: Any, config: Mapping[str, Any], run_dir: str) -> str:
+    def describe(self, topology: schema.Topology, plan: schema.PackingPlan, config: Mapping[str, object], run_dir: str) -> str:
         archive = os.path.join(staging_dir(run_dir), "topology.tar.gz")
         spec, _ = self._spec(topology, plan, config, run_dir, archive)
         return spec.to_yaml()
 
-    def on_schedule(self, execution_state: Any, packing_plan: Any) -> None:
+    def on_schedule(self, execution_state: schema.ExecutionState, packing_plan: schema.PackingPlan) -> None:
         name = execution_state.topology_name
         topology = self.state.get(Kind.TOPOLOGY, name)
         config = topology_config(topology)
@@ -156,16 +163,16 @@ class YarnScheduler(Scheduler):
         self.state.put(Kind.SCHEDULER, name, location)
 
     # ---------------------------------------------------------------- runtime
-    def _location(self, name: str) -> Any:
+    def _location(self, name: str) -> schema.SchedulerLocation:
         location = self.state.get(Kind.SCHEDULER, name)
         if location is None:
             raise SchedulerError(f"topology {name!r} has no scheduler record")
         return location
 
-    def _config(self, name: str) -> Any:
+    def _config(self, name: str) -> Config:
         return topology_config(self.state.get(Kind.TOPOLOGY, name))
 
-    def on_kill(self, execution_state: Any) -> None:
+    def on_kill(self, execution_state: schema.ExecutionState) -> None:
         name = execution_state.topology_name
         location = self.state.get(Kind.SCHEDULER, name)
         app_id = location.application_id if location is not None else None
@@ -181,7 +188,7 @@ class YarnScheduler(Scheduler):
             log.warning("could not kill YARN application %s (%s); its containers stop by themselves once the "
                         "topology's state is removed", app_id, e)
 
-    def on_restart(self, execution_state: Any, container: Optional[int]) -> None:
+    def on_restart(self, execution_state: schema.ExecutionState, container: Optional[int]) -> None:
         name = execution_state.topology_name
         location = self._location(name)
         services = dict(location.services or {})
@@ -217,13 +224,13 @@ class YarnScheduler(Scheduler):
                                      f"within {timeout:g}s (squall.submit.timeout.secs)")
             time.sleep(0.5)
 
-    def _app_id(self, location: Any) -> str:
+    def _app_id(self, location: schema.SchedulerLocation) -> str:
         if not location.application_id:
             raise SchedulerError(f"topology {location.topology_name!r}: no YARN application id recorded yet "
                                  "(its containers record it when they start)")
         return location.application_id
 
-    def _new_services(self, execution_state: Any, proposed: Any) -> dict:
+    def _new_services(self, execution_state: schema.ExecutionState, proposed: schema.PackingPlan) -> dict[int, str]:
         """container id -> service for every container of ``proposed``: a container keeps its service
         (refused if it outgrew it); a new one goes to the smallest service of the running application
         whose shape holds it (Skein cannot add services to a running application)."""
@@ -250,7 +257,8 @@ class YarnScheduler(Scheduler):
         return out
 
     @staticmethod
-    def _shapes(services: dict, plan: Any, config: Any) -> dict:
+    def _shapes(services: Mapping[int, str], plan: schema.PackingPlan,
+                config: Mapping[str, object]) -> dict[str, tuple[int, int]]:
         """service -> (memory MB, vcores) of the running application's container services (the spare
         one included: ``spec.spare_shape``)."""
         shapes = {svc: parse_service(svc) for svc in set(services.values()) if svc != TMASTER_SERVICE}
@@ -258,7 +266,8 @@ class YarnScheduler(Scheduler):
         shapes.setdefault(spare.name, (spare.memory_mb, spare.vcores))
         return shapes
 
-    def fit_update(self, execution_state: Any, topology: Any, current: Any, proposed: Any, base: Any) -> Any:
+    def fit_update(self, execution_state: schema.ExecutionState, topology: schema.Topology, current: schema.PackingPlan, proposed: schema.PackingPlan,
+                   base: schema.PackingPlan) -> schema.PackingPlan:
         """A YARN container cannot grow: a container of ``proposed`` that outgrew its service's shape
         moves whole to a new container id, which the update adds to a service that holds it (the spare
         one at the container cap if no other does); the old one retires as a removed one does."""
@@ -282,10 +291,10 @@ class YarnScheduler(Scheduler):
                  [moves[c] for c in sorted(moves)])
         return renumber_containers(topology, proposed, moves, base)
 
-    def check_update(self, execution_state: Any, current: Any, proposed: Any) -> None:
+    def check_update(self, execution_state: schema.ExecutionState, current: schema.PackingPlan, proposed: schema.PackingPlan) -> None:
         self._new_services(execution_state, proposed)
 
-    def on_update(self, execution_state: Any, current: Any, proposed: Any) -> None:
+    def on_update(self, execution_state: schema.ExecutionState, current: schema.PackingPlan, proposed: schema.PackingPlan) -> None:
         name = execution_state.topology_name
         location = self._location(name)
         services = self._new_services(execution_state, proposed)
@@ -298,7 +307,7 @@ class YarnScheduler(Scheduler):
             for cid in added:
                 app.add_container(services[cid])
 
-    def details(self, execution_state: Any) -> dict:
+    def details(self, execution_state: schema.ExecutionState) -> dict[str, str]:
         name = execution_state.topology_name
         location = self.state.get(Kind.SCHEDULER, name)
         app_id = location.application_id if location is not None else None
@@ -317,7 +326,7 @@ class YarnScheduler(Scheduler):
         return out
 
 
-    def cluster(self, config: Mapping[str, Any]) -> Optional[dict]:
+    def cluster(self, config: Mapping[str, object]) -> Optional[dict[str, object]]:
         """``squall cluster --json``: the ResourceManager's nodes, queues and applications, and where Squall's
         containers are (None without a ResourceManager address; a YarnError when it does not answer)."""
         from squall.yarn.view import fetch_view, squall_containers, view_json

@@ -29,11 +29,14 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Mapping, Optional
 
 import skein
 
-from squall.packing import PackingError, container_cap, normalise, tmaster_container_resources, yarn_shapes
+from squall.idl import schema
+from squall.packing import (PackingError, Placement, container_cap, normalise, tmaster_container_resources,
+                            yarn_shapes)
+from squall.processargs import ProcessArgs
 from squall.yarn.environment import ENVIRONMENT_KEY, PythonEnvironment
 from squall.yarn.staging import STATE_KEY, TOPOLOGY_KEY, Staged
 
@@ -47,7 +50,7 @@ class ServiceShape:
     name: str
     memory_mb: int
     vcores: int
-    containers: tuple  # container ids this service's containers claim
+    containers: tuple[int, ...]  # container ids this service's containers claim
 
 
 def shape_service(memory_mb: int, vcores: int) -> str:
@@ -62,7 +65,7 @@ def parse_service(name: str) -> tuple:
     return int(match.group(1)), int(match.group(2))
 
 
-def service_shapes(plan: Any, config: Mapping[str, Any]) -> list:
+def service_shapes(plan: schema.PackingPlan, config: Mapping[str, object]) -> list[ServiceShape]:
     """The services of ``plan``: ``tmaster`` for container 0, then one per normalised shape."""
     memory, vcores = normalise(tmaster_container_resources(config), config)
     for need, limit, key in ((memory, "squall.yarn.max.allocation.mb", "squall.tmaster.ram.mb"),
@@ -80,7 +83,7 @@ def service_shapes(plan: Any, config: Mapping[str, Any]) -> list:
     return out
 
 
-def spare_shape(plan: Any, config: Mapping[str, Any]) -> ServiceShape:
+def spare_shape(plan: schema.PackingPlan, config: Mapping[str, object]) -> ServiceShape:
     """The service of the largest container the packing can make (``squall.container.max.*``, or the
     worker size), within YARN's maximum allocation, with no container at submit: an update can add a
     container of any shape into it (Skein cannot add services to a running application). It costs
@@ -104,6 +107,8 @@ def executor_script(topology: str, service: str, env: PythonEnvironment, ui: boo
         f"{shlex.quote(env.python)} -m squall.ui.container --topology {shlex.quote(topology)} "
         f'--state "$PWD/{STATE_KEY}" >> "$log_dir/{UI_LOG}" 2>&1 &',
     ] if ui else []
+    args = ProcessArgs(topology, -1, f"$PWD/{STATE_KEY}", log_dir="$log_dir", service=service)
+    executor = " ".join(_shell_word(word) for word in args.command(env.python))
     lines = [
         f"# Squall topology {topology}: this container claims a free container id of service {service}",
         "set -e",
@@ -111,11 +116,17 @@ def executor_script(topology: str, service: str, env: PythonEnvironment, ui: boo
         'log_dir="${LOG_DIRS%%,*}"',
         *env.setup_lines(),
         *ui_lines,
-        f"exec {shlex.quote(env.python)} -m squall.runtime.executor --topology {shlex.quote(topology)} "
-        f'--service {shlex.quote(service)} --state "$PWD/{STATE_KEY}" --log-dir "$log_dir" '
-        f'>> "$log_dir/{EXECUTOR_LOG}" 2>&1',
+        f"exec {executor} >> \"$log_dir/{EXECUTOR_LOG}\" 2>&1",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _shell_word(word: str) -> str:
+    """``word`` for the service script: quoted, but a word that starts with a shell variable of the script
+    (``$PWD``, ``$log_dir``) in double quotes, so that it is expanded."""
+    if re.fullmatch(r"\$[A-Za-z_]\w*(/[\w.-]+)*", word):
+        return f'"{word}"'
+    return shlex.quote(word)
 
 
 def driver_script(topology: str, env: PythonEnvironment) -> str:
@@ -141,11 +152,11 @@ def _files(staged: Staged, with_topology: bool) -> dict:
 
 def build_spec(
     topology: str,
-    plan: Any,
-    config: Mapping[str, Any],
+    plan: schema.PackingPlan,
+    config: Mapping[str, object],
     staged: Staged,
     env: PythonEnvironment,
-    placement: Optional[Any] = None,
+    placement: Optional[Placement] = None,
 ) -> skein.ApplicationSpec:
     """The Skein application of ``plan`` (validated by Skein as it is built)."""
     services = {}

@@ -19,10 +19,11 @@ containers away from.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Mapping, Optional
 
 from squall.packing import Amount, NodePool, PoolSample
 from squall.state import Kind, StateManager, member
+from squall.yarn.rest import NodeReport, RMClient
 
 OWNERS = ("squall", "spark", "other")
 
@@ -39,7 +40,7 @@ class SquallContainer:
 
 @dataclass(frozen=True)
 class NodeView:
-    report: Any  # rest.NodeReport
+    report: NodeReport
     pool: NodePool
     squall: Amount  # allocated to Squall containers on this node
 
@@ -70,7 +71,7 @@ class ClusterView:
         return next((n for n in self.nodes if n.host == host), None)
 
 
-def node_pool(report: Any, config: Mapping[str, Any]) -> NodePool:
+def node_pool(report: NodeReport, config: Mapping[str, object]) -> NodePool:
     pool = NodePool.from_config(report.host, Amount(max(report.capacity_vcores, 1), max(report.capacity_mb, 1)),
                                 config)
     pool.allocate(Amount(report.used_vcores, report.used_mb))
@@ -79,7 +80,7 @@ def node_pool(report: Any, config: Mapping[str, Any]) -> NodePool:
     return pool
 
 
-def build_view(nodes: list, queues: list, apps: list, containers: list, config: Mapping[str, Any]) -> ClusterView:
+def build_view(nodes: list, queues: list, apps: list, containers: list, config: Mapping[str, object]) -> ClusterView:
     """Pure: the ResourceManager's reports and Squall's containers -> the view."""
     squall_on: dict = {}
     for c in containers:
@@ -94,7 +95,7 @@ def build_view(nodes: list, queues: list, apps: list, containers: list, config: 
     return ClusterView(views, queues, apps, by_owner)
 
 
-def fetch_view(rm: Any, containers: list, config: Mapping[str, Any]) -> ClusterView:
+def fetch_view(rm: RMClient, containers: list, config: Mapping[str, object]) -> ClusterView:
     """The view from a ``rest.RMClient``."""
     return build_view(rm.nodes(), rm.queues(), rm.apps("RUNNING"), containers, config)
 

@@ -11,7 +11,7 @@ def test_a_new_holder_is_an_exit_even_without_a_gap():
     watch = ContainerWatch(policy())
     assert watch.observe({0: ("n1", 10), 1: ("n1", 11)}, {0, 1}, now=0) is None
     assert watch.observe({0: ("n1", 10), 1: ("n2", 20)}, {0, 1}, now=1) is None  # relaunched on n2
-    assert watch.budgets[1].restarts(1) == 1 and 0 not in watch.budgets
+    assert watch.restarts(1, 1) == 1 and watch.restarts(0, 1) == 0
 
 
 def test_past_the_budget_fails_naming_the_container():
