@@ -17,11 +17,12 @@ from squall.chaining import CHAINING_KEY, chains
 from squall.commandline import format_table
 from squall.conf import Config
 from squall.conf.registry import ConfigError, registry
+from squall.conf.resolve import parse_property
 from squall.errors import SquallError, TopologyError
 from squall.idl import replace
+from squall.logical import decode_config, encode_config
 from squall.packing import PackingError, PlanDiff, repack, with_component_config, with_parallelism
 from squall.stateful import check_stateful_update
-from squall.topology import decode_config, encode_config
 
 # What an update may change: a key that only sizes instances, so it takes effect by repacking.
 RESOURCE_KEYS = ("squall.component.cpu", "squall.component.ram.mb", "squall.component.disk.mb")
@@ -113,8 +114,6 @@ def parse_assignments(texts: list, option: str, kind: type) -> dict:
 
 def parse_config_properties(texts: list) -> tuple:
     """``--config-property [COMPONENT:]KEY=VALUE`` -> (component -> key -> value, key -> value)."""
-    from squall.conf.resolve import parse_property
-
     per_component: dict = {}
     every: dict = {}
     for text in texts or []:

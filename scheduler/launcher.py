@@ -21,9 +21,8 @@ from typing import Any, Callable, Optional
 from squall.conf import Config, base_config, registry
 from squall.errors import SquallError
 from squall.idl import replace, schema
-from squall.logical import topology_config
-from squall.topology import encode_config
 from squall.importing import import_object
+from squall.logical import encode_config, topology_config
 from squall.packing import pack, plan_to_json
 from squall.preflight import preflight
 from squall.scheduler.base import LaunchOptions, Scheduler, state_file

@@ -8,11 +8,14 @@ from typing import Any, Optional
 
 from squall.conf import Config
 from squall.errors import SquallError
+from squall.logical import topology_config
 from squall.packing import diff_plans
 from squall.scheduler.changes import PlannedUpdate, TopologyUpdate, plan_update
 from squall.scheduler.launcher import make_scheduler
 from squall.state import AlreadyExists, Kind, StateManager
 from squall.state.status import topology_health
+from squall.state.storage import open_storage
+from squall.stateful import checkpointing
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +65,6 @@ def kill(state: StateManager, name: str) -> Any:
 
 def _delete_checkpoints(state: StateManager, name: str, execution: Any) -> None:
     """A topology that checkpoints leaves nothing in its checkpoint storage (on HDFS it would stay for ever)."""
-    from squall.logical import topology_config
-    from squall.state.storage import open_storage
-    from squall.stateful import checkpointing
-
     topology = state.get(Kind.TOPOLOGY, name)
     if topology is None:
         return

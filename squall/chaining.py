@@ -28,6 +28,8 @@ from typing import Any, Optional
 
 from squall.conf import Config
 from squall.idl import schema
+from squall.logical import component_config, topology_config
+from squall.stateful import checkpointing
 
 CHAINING_KEY = "squall.chaining"
 _FORWARD = {schema.GroupingKind.SHUFFLE, schema.GroupingKind.LOCAL_OR_SHUFFLE, schema.GroupingKind.NONE}
@@ -53,9 +55,6 @@ def _chainable(up: Any, down: Any, reliable: bool) -> bool:
 def chains(topology: Any, base: Optional[Config] = None) -> list:
     """The topology's chains of two or more components, each a tuple of component names from head to
     tail, in the order of their heads' names. Components in none run one process per task."""
-    from squall.logical import component_config, topology_config
-    from squall.stateful import checkpointing
-
     config = topology_config(topology, base)
     if checkpointing(topology, config):
         return []  # a checkpoint's markers are aligned per process: one task each (docs/state.md)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Protocol, Sequence
 
 from squall.conf import Config, base_config
 from squall.conf.resolve import parse_properties
@@ -14,6 +14,13 @@ from squall.preflight import check_components
 from squall.topology import Topology
 from squall.stateful import check_stateful
 from squall.windowed_bolt import check_windows_complete
+
+
+class Subcommands(Protocol):
+    """What a layer's ``register`` adds its commands to (``ArgumentParser.add_subparsers()``'s answer)."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        ...
 
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:

@@ -1,11 +1,12 @@
 """Reading the logical plan: task ids, groupings and each component's config."""
 from __future__ import annotations
 
+import json
 from typing import Any, Mapping, Optional, Sequence
 
 from squall.conf import Config, base_config
+from squall.errors import TopologyError
 from squall.idl import replace, schema
-from squall.topology import decode_config, encode_config
 
 
 #: the highest task id a spout may have: at least once, a tree's root carries its spout's task id in its top
@@ -43,6 +44,22 @@ def process_tasks(name: str) -> list:
             return []
         out.append((int(task), component))
     return out
+
+
+def encode_config(config: Mapping[str, Any], where: str) -> dict:
+    """Config values as JSON texts (the IDL's map<string, string>)."""
+    encoded = {}
+    for key, value in config.items():
+        try:
+            encoded[key] = json.dumps(value)
+        except TypeError as e:
+            raise TopologyError(f"{where}.{key}: value {value!r} is not a JSON value") from e
+    return encoded
+
+
+def decode_config(encoded: Mapping[str, str]) -> dict:
+    """The plan's JSON texts back as config values."""
+    return {key: json.loads(value) for key, value in encoded.items()}
 
 
 def topology_config(topology: Any, base: Optional[Config] = None) -> Config:

@@ -21,7 +21,9 @@ from typing import Any, Iterator, Optional, Sequence
 import msgpack
 
 from squall.component import Bolt, Spout
+from squall.errors import TopologyError
 from squall.idl import schema
+from squall.logical import component_config, topology_config
 
 _packb = msgpack.Packer(use_bin_type=True).pack
 SPOUT = schema.ComponentKind.SPOUT
@@ -129,9 +131,6 @@ def check_stateful(topology: Any, base: Any = None) -> None:
     EFFECTIVELY_ONCE every spout is a ``StatefulSpout`` (a rollback rewinds the sources); a stateful
     component has no more tasks than key groups; at ATLEAST_ONCE the checkpoint interval is below the
     message timeout. A ``TopologyError`` names the component or the keys."""
-    from squall.errors import TopologyError
-    from squall.logical import component_config, topology_config
-
     config = topology_config(topology, base)
     mode = config["topology.reliability.mode"]
     interval, timeout = config["topology.state.checkpoint.interval.secs"], config["topology.message.timeout.secs"]
@@ -155,8 +154,6 @@ def check_stateful(topology: Any, base: Any = None) -> None:
 def check_stateful_update(current: Any, proposed: Any, base: Any = None) -> None:
     """An update of a stateful topology: ``check_stateful``, and a stateful spout keeps its parallelism (its
     state is its tasks' positions, one per task) unless it is ``rescalable``."""
-    from squall.errors import TopologyError
-
     check_stateful(proposed, base)
     before = {c.name: c for c in current.components}
     for c in proposed.components:

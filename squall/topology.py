@@ -6,7 +6,6 @@ the path at fault (``components.split.inputs[0].grouping``).
 """
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Mapping, Optional, Sequence
 
@@ -15,6 +14,7 @@ from squall.conf import Config, ConfigError, base_config, unknown_key_warning
 from squall.errors import TopologyError
 from squall.idl import schema
 from squall.importing import qualified_name
+from squall.logical import encode_config
 from squall.spec import ComponentSpec, StreamRef, _PendingRef
 from squall.stream import DEFAULT_STREAM, Grouping, GroupingSpec, Stream, encode_custom
 from squall.stateful import check_stateful, is_stateful
@@ -124,21 +124,6 @@ class Topology:
 
     def __repr__(self) -> str:
         return f"<Topology {self.name!r}: {len(self.plan.components)} components, {self.total_tasks()} tasks>"
-
-
-def encode_config(config: Mapping[str, Any], where: str) -> dict:
-    """Config values as JSON texts (the IDL's map<string, string>)."""
-    encoded = {}
-    for key, value in config.items():
-        try:
-            encoded[key] = json.dumps(value)
-        except TypeError as e:
-            raise TopologyError(f"{where}.{key}: value {value!r} is not a JSON value") from e
-    return encoded
-
-
-def decode_config(encoded: Mapping[str, str]) -> dict:
-    return {key: json.loads(value) for key, value in encoded.items()}
 
 
 class _Validator:

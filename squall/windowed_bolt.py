@@ -16,6 +16,8 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from squall.component import Bolt, TopologyContext, Tuple
 from squall.errors import TopologyError
+from squall.importing import import_object
+from squall.logical import component_config
 from squall.metrics import CountMetric
 from squall.stream import DEFAULT_STREAM
 from squall.window import Window, WindowView
@@ -247,9 +249,6 @@ def check_windowed(cls: type, where: str, config: Mapping[str, Any], input_field
 def check_windows_complete(topology: Any, base: Any) -> None:
     """At least once, the checks of ``_check_completes`` against the configuration a run really gets
     (``--config-property`` and the cluster file included; ``build()`` saw only the topology's)."""
-    from squall.importing import import_object
-    from squall.logical import component_config
-
     for c in topology.components:
         cls = import_object(c.class_name)
         if not (isinstance(cls, type) and issubclass(cls, WindowedBolt)):

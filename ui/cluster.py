@@ -11,8 +11,8 @@ from typing import Any, Mapping
 
 from squall.errors import SquallError
 from squall.scheduler import launcher
-from squall.scheduler.cli import list_data
-from squall.state import Kind, StateManager, member
+from squall.scheduler.views import list_data
+from squall.state import StateManager
 
 
 def cluster(state: StateManager, config: Mapping[str, Any]) -> dict:
@@ -20,10 +20,7 @@ def cluster(state: StateManager, config: Mapping[str, Any]) -> dict:
     hosts: dict = {}
     containers = 0
     for row in rows:
-        for m in state.members(Kind.CONTAINER, row["name"]):
-            record = state.get(Kind.CONTAINER, member(row["name"], m))
-            if record is None:
-                continue
+        for record in state.container_records(row["name"]):
             containers += 1
             h = hosts.setdefault(record.host, {"host": record.host, "containers": 0, "processes": 0,
                                                "topologies": set()})

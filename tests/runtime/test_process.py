@@ -16,7 +16,7 @@ from squall.runtime.client import TMasterUnreachable, query_metrics
 from squall.runtime.metricsmgr import COLUMNS
 from squall.runtime.testing import LocalRun, hand_packing, write_state
 from squall.state import Kind, LocalStateManager
-from squall.topology import encode_config
+from squall.logical import encode_config
 
 
 def _setup(tmp_path, file, overrides, containers=2):
