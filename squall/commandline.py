@@ -65,12 +65,12 @@ def warn(message: str) -> None:
     print(f"squall: warning: {message}", file=sys.stderr)
 
 
-def print_json(data: Any) -> None:
+def print_json(data: object) -> None:
     json.dump(data, sys.stdout, indent=2, sort_keys=False)
     sys.stdout.write("\n")
 
 
-def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: Optional[set] = None) -> str:
+def format_table(headers: Sequence[str], rows: Iterable[Sequence[object]], right: Optional[set] = None) -> str:
     """A plain aligned text table; columns named in ``right`` are right-aligned."""
     right = right or set()
     rows = [[_cell(v) for v in row] for row in rows]
@@ -89,7 +89,7 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: O
     return "\n".join(out)
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.2f}"
     return str(value)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Optional
+from typing import Mapping, Optional
 
 from squall.conf import masked
 from squall.errors import SquallError
@@ -36,7 +36,7 @@ def topologies(state: StateManager) -> list:
     return list_data(state)
 
 
-def logical_plan(topology: Any) -> list:
+def logical_plan(topology: schema.Topology) -> list:
     return [{
         "name": c.name, "kind": kind_name(c.kind).lower(), "parallelism": c.parallelism,
         "outputs": [{"stream": s.name, "fields": list(s.fields), "direct": s.direct} for s in c.outputs],
@@ -46,9 +46,11 @@ def logical_plan(topology: Any) -> list:
     } for c in topology.components]
 
 
-def visible_config(topology: Any) -> dict:
-    """The topology's own config, its command-line overrides over it; credentials masked."""
-    config = {**decode_config(topology.config), **decode_config(topology.overrides)}
+def visible_config(topology: schema.Topology) -> dict:
+    """The topology's cluster layer, its own config over it, its command-line overrides over both; credentials
+    masked."""
+    config = {**decode_config(topology.cluster_config or {}), **decode_config(topology.config),
+              **decode_config(topology.overrides)}
     return dict(sorted(masked(config).items()))
 
 
@@ -201,13 +203,13 @@ def packing(state: StateManager, metrics: MetricsCache, name: str) -> dict:
     }
 
 
-def _container_zero(config: Any) -> Any:
+def _container_zero(config: Mapping[str, object]) -> schema.ContainerPlan:
     resources = tmaster_container_resources(config)
     return schema.ContainerPlan(id=0, instances=[], resources=resources,
                                 padding=schema.Resources(cpu=0.0, ram_mb=0, disk_mb=0))
 
 
-def _res(r: Any) -> dict:
+def _res(r: schema.Resources) -> dict:
     return {"cpu": r.cpu, "ram_mb": r.ram_mb, "disk_mb": r.disk_mb}
 
 
