@@ -7,7 +7,7 @@ prints.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
 from squall.errors import SquallError
 from squall.scheduler import launcher
@@ -15,7 +15,7 @@ from squall.scheduler.views import list_data
 from squall.state import StateManager
 
 
-def cluster(state: StateManager, config: Mapping[str, Any]) -> dict:
+def cluster(state: StateManager, config: Mapping[str, object]) -> dict:
     rows = list_data(state)
     hosts: dict = {}
     containers = 0
