@@ -6,6 +6,7 @@ component config < ``--config-property KEY=VALUE``.
 """
 from squall.conf.registry import ConfigError, ConfigKey, is_secret, masked, registry, unknown_key_warning
 from squall.conf.resolve import (
+    CLUSTER_LAYER,
     Config,
     base_config,
     load_yaml_file,
@@ -13,6 +14,7 @@ from squall.conf.resolve import (
 )
 
 __all__ = [
+    "CLUSTER_LAYER",
     "Config",
     "ConfigError",
     "ConfigKey",

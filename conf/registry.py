@@ -27,7 +27,7 @@ class ConfigKey:
 
     name: str
     type: str
-    default: Any
+    default: object
     doc: str
     nullable: bool = False
     choices: Optional[tuple] = None
@@ -35,7 +35,7 @@ class ConfigKey:
     max: Optional[float] = None
     secret: bool = False  # a credential: never copied into a plan or printed
 
-    def check(self, value: Any, where: str = "") -> Any:
+    def check(self, value: object, where: str = "") -> Any:
         """Return ``value`` if it is valid for this key, else raise ConfigError.
 
         Ints are accepted where floats are expected (and returned as floats);
@@ -72,11 +72,11 @@ class ConfigKey:
             raise ConfigError(f"{self.name}{at}: must be <= {self.max:g}, got {value!r}")
         return value
 
-    def _expected(self, what: str, value: Any, at: str) -> str:
+    def _expected(self, what: str, value: object, at: str) -> str:
         return f"{self.name}{at}: expected {what}, got {value!r} ({type(value).__name__})"
 
 
-def _parse_entry(name: str, entry: Mapping[str, Any]) -> ConfigKey:
+def _parse_entry(name: str, entry: Mapping[str, object]) -> ConfigKey:
     unknown = set(entry) - {"type", "default", "doc", "nullable", "choices", "min", "max", "secret"}
     if unknown or entry.get("type") not in _TYPES or "doc" not in entry:
         raise ConfigError(f"{DEFAULTS_FILE}: bad registry entry {name!r}")
@@ -110,7 +110,7 @@ def is_secret(name: str) -> bool:
     return any(part in lowered for part in _CREDENTIAL_PARTS)
 
 
-def masked(config: Mapping[str, Any]) -> dict:
+def masked(config: Mapping[str, object]) -> dict:
     """``config`` with every credential's value shown as ``***``."""
     return {k: ("***" if is_secret(k) else v) for k, v in config.items()}
 

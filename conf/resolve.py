@@ -1,6 +1,7 @@
 """Layered configuration: defaults, files, topology, component, command line."""
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any, Iterable, Iterator, Mapping, Optional
 
@@ -10,6 +11,7 @@ from squall.conf.registry import ConfigError, check_owned_key, registry
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 SITE_FILE = os.path.join(_HERE, "squall.yaml")
+CLUSTER_LAYER = "cluster config"  # the layer's name in errors: the --config-path file, and the plan's copy of it
 
 
 class Config(Mapping[str, Any]):
@@ -20,10 +22,10 @@ class Config(Mapping[str, Any]):
     known keys in a layer are type-checked, naming ``where`` they came from.
     """
 
-    def __init__(self, values: Mapping[str, Any]):
+    def __init__(self, values: Mapping[str, object]):
         self._values = dict(values)
 
-    def with_layer(self, layer: Optional[Mapping[str, Any]], where: str) -> "Config":
+    def with_layer(self, layer: Optional[Mapping[str, object]], where: str) -> "Config":
         if not layer:
             return self
         known = registry()
@@ -65,12 +67,19 @@ def load_yaml_file(path: str) -> dict:
 
 
 def base_config(config_path: Optional[str] = None) -> Config:
-    """Defaults < site file (``squall.yaml``) < cluster file (``config_path``)."""
-    config = Config({name: key.default for name, key in registry().items()})
-    config = config.with_layer(load_yaml_file(SITE_FILE), SITE_FILE)
+    """Defaults < site file (``squall.yaml``) < cluster file (``config_path``, the cluster layer)."""
+    config = site_config(SITE_FILE)
     if config_path:
-        config = config.with_layer(load_yaml_file(config_path), config_path)
+        config = config.with_layer(load_yaml_file(config_path), f"{CLUSTER_LAYER} {config_path}")
     return config
+
+
+@functools.lru_cache(maxsize=4)
+def site_config(path: str) -> Config:
+    """Defaults < the site file at ``path``: read once per process (a Config never changes), however many
+    times a process resolves a topology's or a component's configuration."""
+    config = Config({name: key.default for name, key in registry().items()})
+    return config.with_layer(load_yaml_file(path), path)
 
 
 def parse_property(text: str) -> tuple[str, Any]:

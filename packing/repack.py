@@ -41,7 +41,7 @@ from squall.packing.pack import place_new
 from squall.packing.request import Request, build_request
 from squall.packing.resources import Res
 from squall.packing.validate import check_plan
-from squall.topology import encode_config
+from squall.logical import encode_config
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from squall.errors import SquallError
-from squall.metrics import SOURCE_PARTITIONS
+from squall.metrics_schema import (
+    CHECKPOINT_ALIGN_MS,
+    CHECKPOINT_BYTES,
+    CHECKPOINT_SAVE_MS,
+    CHECKPOINT_SAVES,
+    CHECKPOINT_STALE_FRAMES,
+    SOURCE_PARTITIONS,
+)
 from squall.reports.inputs import MetricsSource
 from squall.reports.schema import CORRUPT, FIELD_NAMES, reason_column, spark_schema
 
@@ -20,11 +27,11 @@ PLOT_POINTS = 200  # time-series points per component kept for the charts
 
 # An instance's checkpoint figures in its row's ``user`` (runtime/instance/checkpointing.py), per bucket.
 CHECKPOINT_KEYS = (
-    ("__checkpoint_saves", "_ck_saves"),  # checkpoints it saved
-    ("__checkpoint_save_ms", "_ck_save_ms"),  # summed over those saves
-    ("__checkpoint_align_ms", "_ck_align_ms"),  # the longest alignment among them
-    ("__checkpoint_bytes", "_ck_bytes"),  # summed over those saves
-    ("__checkpoint_stale_frames", "_ck_stale"),  # frames of another epoch dropped
+    (CHECKPOINT_SAVES, "_ck_saves"),  # checkpoints it saved
+    (CHECKPOINT_SAVE_MS, "_ck_save_ms"),  # summed over those saves
+    (CHECKPOINT_ALIGN_MS, "_ck_align_ms"),  # the longest alignment among them
+    (CHECKPOINT_BYTES, "_ck_bytes"),  # summed over those saves
+    (CHECKPOINT_STALE_FRAMES, "_ck_stale"),  # frames of another epoch dropped
 )
 # The topology master's ``user.checkpoints`` (runtime/checkpoints.py ``checkpoint_figures``): counters of
 # its term of leadership, and the last complete checkpoint's figures.

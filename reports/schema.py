@@ -1,4 +1,4 @@
-"""The metrics row schema of ``docs/metrics.md``, defined once.
+"""Checks of a metrics row against its schema (``squall.metrics_schema``, docs/metrics.md).
 
 Both the Spark validation (``spark_schema``, ``reason_column``) and the
 pure-Python check (``row_problem``, used by the synthetic generator and the
@@ -7,49 +7,12 @@ pandas baseline) are derived from ``FIELDS``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
-PROCESSES = ("instance", "stmgr", "metricsmgr", "tmaster")
+from squall.metrics_schema import FIELD_NAMES, FIELDS, PROCESSES, ColumnType
 
+__all__ = ["CORRUPT", "FIELDS", "FIELD_NAMES", "PROCESSES", "reason_column", "row_problem", "spark_schema"]
 
-@dataclass(frozen=True)
-class Field:
-    name: str
-    type: str  # "float" | "int" | "str" | "object"
-    nullable: bool = False
-    min: Optional[float] = None  # inclusive lower bound, when not null
-    positive: bool = False  # strictly greater than zero
-
-
-FIELDS: tuple = (
-    Field("ts", "float"),
-    Field("interval_secs", "float", positive=True),
-    Field("topology", "str"),
-    Field("run_id", "str"),
-    Field("container", "int", min=0),
-    Field("host", "str"),
-    Field("process", "str"),
-    Field("component", "str"),
-    Field("task_id", "int", nullable=True, min=0),
-    Field("emit_count", "int", min=0),
-    Field("execute_count", "int", min=0),
-    Field("ack_count", "int", min=0),
-    Field("fail_count", "int", min=0),
-    Field("execute_latency_ms", "float", nullable=True, min=0),
-    Field("process_latency_ms", "float", nullable=True, min=0),
-    Field("complete_latency_ms", "float", nullable=True, min=0),
-    Field("queue_depth", "int", min=0),
-    Field("backpressure_ms", "float", min=0),
-    Field("cpu_percent", "float", min=0),
-    Field("rss_mb", "float", min=0),
-    Field("threads", "int", min=0),
-    Field("cpu_requested", "float", nullable=True, min=0),
-    Field("ram_requested_mb", "int", nullable=True, min=0),
-    Field("user", "object"),
-)
-
-FIELD_NAMES: tuple = tuple(f.name for f in FIELDS)
 CORRUPT = "_corrupt_record"
 
 
@@ -101,7 +64,7 @@ def reason_column(parsed: str, keys: str) -> Any:
     return branches.otherwise(F.lit(None).cast("string"))
 
 
-def row_problem(row: Any) -> Optional[str]:
+def row_problem(row: object) -> Optional[str]:
     """The same checks in plain Python: the reason a decoded row is malformed, or None."""
     if not isinstance(row, Mapping):
         return "not a JSON object"
@@ -134,7 +97,7 @@ def row_problem(row: Any) -> Optional[str]:
     return None
 
 
-def _has_type(value: Any, kind: str) -> bool:
+def _has_type(value: object, kind: ColumnType) -> bool:
     if isinstance(value, bool):
         return False
     if kind == "float":

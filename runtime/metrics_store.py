@@ -32,9 +32,7 @@ import math
 from typing import Any, Iterable, Optional
 
 from squall.idl import schema
-from squall.metrics import SOURCE_PARTITIONS
-
-SOURCE_KEY = f'"{SOURCE_PARTITIONS}"'  # in a row's user JSON: the row carries a source spout's partitions
+from squall.metrics_schema import ERROR_COUNT, ERRORS, SOURCE_PARTITIONS, carries
 
 FINE_SECS = 600.0  # buckets kept as they came
 COARSE_SECS = 3600.0  # minutes kept
@@ -123,16 +121,16 @@ class TaskMetrics:
         self.minutes[-1].merge(s)
         while self.minutes and self.minutes[0].ts < s.ts - COARSE_SECS:
             self.minutes.popleft()
-        if '"__errors"' in row.user:
+        if carries(row.user, ERRORS):
             self._errors(row.user)
-        if SOURCE_KEY in row.user:
+        if carries(row.user, SOURCE_PARTITIONS):
             self._sources(row)
 
     def _errors(self, user_json: str) -> None:
         try:
             user = json.loads(user_json)
-            errors = user.get("__errors") or []
-            self.error_count += int(user.get("__error-count", len(errors)))
+            errors = user.get(ERRORS) or []
+            self.error_count += int(user.get(ERROR_COUNT, len(errors)))
             for e in errors:
                 self.errors.append(schema.UserErrorReport(time=float(e["time"]), where=str(e["where"]),
                                                           error=str(e["error"]), traceback=str(e["traceback"])))

@@ -25,16 +25,11 @@ import psutil
 
 from squall.idl import schema
 from squall.runtime.lifecycle import Lifecycle, serve_role
+from squall.metrics_schema import CHAIN, METRICSMGR_COMPONENT
 from squall.runtime.protocol import Connection, HandshakeGate, ProtocolError, control_frame, decode_control
 from squall.state import StateError
 
 log = logging.getLogger(__name__)
-
-COLUMNS = ("ts", "interval_secs", "topology", "run_id", "container", "host", "process", "component", "task_id",
-           "emit_count", "execute_count", "ack_count", "fail_count", "execute_latency_ms",
-           "process_latency_ms", "complete_latency_ms", "queue_depth", "backpressure_ms", "cpu_percent",
-           "rss_mb", "threads", "cpu_requested", "ram_requested_mb", "user")
-
 
 MAX_UNFORWARDED = 100_000
 
@@ -106,7 +101,7 @@ def row_dict(row: Any, topology: str, run_id: str, host: str, stats: tuple, reso
         user = json.loads(row.user) if row.user else {}
     except ValueError:
         user = {}
-    chain = user.get("__chain")
+    chain = user.get(CHAIN)
     if isinstance(chain, dict):
         cpu = round(cpu * float(chain.get("share", 0.0)), 1)
         rss = rss / max(1, int(chain.get("members", 1)))
@@ -124,7 +119,7 @@ def row_dict(row: Any, topology: str, run_id: str, host: str, stats: tuple, reso
 
 
 def own_row(container: int, now: float, interval: float) -> Any:
-    return schema.MetricsRow(ts=now, interval_secs=interval, process="metricsmgr", component="__metricsmgr",
+    return schema.MetricsRow(ts=now, interval_secs=interval, process="metricsmgr", component=METRICSMGR_COMPONENT,
                              task_id=None, emit_count=0, execute_count=0, ack_count=0, fail_count=0,
                              queue_depth=0, backpressure_ms=0.0, user="{}", pid=os.getpid(), container=container)
 

@@ -72,6 +72,7 @@ from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Optional, Union
 
 from squall.idl import schema
+from squall.metrics_schema import STMGR_COMPONENT
 from squall.runtime.protocol import (ACK, CONTROL, DATA, DEST_COUNT, HEADER_SIZE, MARKER, ProtocolError,
                                      control_frame, decode_control)
 from squall.runtime.queue_bound import QueueBound
@@ -801,6 +802,6 @@ class StreamManagerState:
                      self.bp_episodes, bp_ms, interval)
         self.forwarded_frames = self.forwarded_bytes = self.dropped_frames = self.bp_episodes = 0
         return schema.MetricsRow(
-            ts=wall, interval_secs=interval, process="stmgr", component="__stmgr", task_id=None,
+            ts=wall, interval_secs=interval, process="stmgr", component=STMGR_COMPONENT, task_id=None,
             emit_count=0, execute_count=0, ack_count=0, fail_count=0, queue_depth=sum(queued.values()),
             backpressure_ms=bp_ms, user=json.dumps(user), pid=self.pid, container=self.container)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 from squall.idl import schema
+from squall.metrics_schema import TMASTER_COMPONENT
 from squall.runtime.checkpoints import Broadcast, CheckpointCoordinator, Collect, Record, checkpoint_figures
 from squall.runtime.lifecycle import Lifecycle, serve_role
 from squall.runtime.metrics_sender import MetricsSender
@@ -422,7 +423,7 @@ class TMaster:
             if self.checkpoints is not None and self.leading():  # a standby's old term's figures are no news
                 user["checkpoints"] = checkpoint_figures(self.checkpoints.stats())
             await sender.send(schema.MetricsRow(
-                ts=now, interval_secs=now - last, process="tmaster", component="__tmaster", task_id=None,
+                ts=now, interval_secs=now - last, process="tmaster", component=TMASTER_COMPONENT, task_id=None,
                 emit_count=0, execute_count=0, ack_count=0, fail_count=0, queue_depth=0, backpressure_ms=0.0,
                 user=json.dumps(user), pid=os.getpid(), container=0))
             last = now

@@ -18,6 +18,8 @@ import sys
 import time
 import traceback
 
+from squall.metrics_schema import ERROR_COUNT, ERRORS
+
 PER_BUCKET = 5  # errors a task formats and reports per metrics bucket; the rest are only counted
 TRACEBACK_FRAMES = 6  # the innermost frames kept: the user's code, not the runtime's loop around it
 TEXT_LIMIT = 2000  # characters of the error line and of the traceback kept
@@ -67,8 +69,8 @@ class UserErrors:
     def report(self, user: dict) -> None:
         """Add the bucket's errors to a metrics row's ``user`` dict, and start a new bucket."""
         if self.count:
-            user["__errors"] = self.kept
-            user["__error-count"] = self.count
+            user[ERRORS] = self.kept
+            user[ERROR_COUNT] = self.count
             self.kept = []
             self.count = 0
 

@@ -7,7 +7,7 @@ on stderr. So the CLI and the UI refuse and report in the same words.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Mapping, Optional
 
 from squall.conf import Config
 from squall.errors import SquallError
@@ -43,20 +43,20 @@ def restart(state: StateManager, name: str, container: Optional[int] = None) -> 
     return f"restarted {what} of topology {name!r}"
 
 
-def parallelism_of(values: Mapping[str, Any]) -> dict:
+def parallelism_of(values: Mapping[str, object]) -> dict:
     """``{component: n}`` from a request, checked as ``--component-parallelism COMPONENT=N`` is."""
     return changes.parse_assignments([f"{c}={n}" for c, n in values.items()], "--component-parallelism", int)
 
 
 @dataclass(frozen=True)
 class UpdateOutcome:
-    planned: Any  # changes.PlannedUpdate: after the update, the one applied
+    planned: changes.PlannedUpdate  # after the update, the one applied
     applied: bool
     line: str  # the command's last line
 
 
 def update(state: StateManager, name: str, change: changes.TopologyUpdate, base: Config,
-           planned: Any, dry_run: bool) -> UpdateOutcome:
+           planned: changes.PlannedUpdate, dry_run: bool) -> UpdateOutcome:
     """Apply ``planned`` (``manager.plan`` of ``change``, shown first), unless ``dry_run`` or nothing changes."""
     applied = planned.changed and not dry_run
     if applied:

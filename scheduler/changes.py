@@ -11,17 +11,18 @@ applies anything.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Mapping, Optional
 
 from squall.chaining import CHAINING_KEY, chains
 from squall.commandline import format_table
 from squall.conf import Config
 from squall.conf.registry import ConfigError, registry
+from squall.conf.resolve import parse_property
 from squall.errors import SquallError, TopologyError
-from squall.idl import replace
+from squall.idl import replace, schema
+from squall.logical import decode_config, encode_config
 from squall.packing import PackingError, PlanDiff, repack, with_component_config, with_parallelism
 from squall.stateful import check_stateful_update
-from squall.topology import decode_config, encode_config
 
 # What an update may change: a key that only sizes instances, so it takes effect by repacking.
 RESOURCE_KEYS = ("squall.component.cpu", "squall.component.ram.mb", "squall.component.disk.mb")
@@ -33,13 +34,13 @@ class TopologyUpdate:
     and ``config`` (key -> value, every component: the command-line layer)."""
 
     parallelism: Mapping[str, int] = field(default_factory=dict)
-    component_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    config: Mapping[str, Any] = field(default_factory=dict)
+    component_config: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    config: Mapping[str, object] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.parallelism or self.component_config or self.config)
 
-    def check(self, topology: Any) -> None:
+    def check(self, topology: schema.Topology) -> None:
         """Refuse, naming it, a component the topology lacks, a parallelism that is not a positive
         integer, a key an update cannot change, or a value the key does not take."""
         names = [c.name for c in topology.components]
@@ -62,7 +63,7 @@ class TopologyUpdate:
         for key, value in self.config.items():
             _check_key(key, value, key)
 
-    def apply(self, topology: Any) -> Any:
+    def apply(self, topology: schema.Topology) -> schema.Topology:
         """The topology with this update: parallelism, component configs and overrides replaced.
 
         An update never fuses tasks that run in processes of their own (that would restart them, and
@@ -83,7 +84,7 @@ class TopologyUpdate:
         return changed
 
 
-def _check_key(key: str, value: Any, where: str) -> None:
+def _check_key(key: str, value: object, where: str) -> None:
     if key not in RESOURCE_KEYS:
         raise SquallError(f"--config-property {where}: update changes parallelism and the resources of "
                           f"instances ({', '.join(RESOURCE_KEYS)}); other keys take a resubmit")
@@ -113,8 +114,6 @@ def parse_assignments(texts: list, option: str, kind: type) -> dict:
 
 def parse_config_properties(texts: list) -> tuple:
     """``--config-property [COMPONENT:]KEY=VALUE`` -> (component -> key -> value, key -> value)."""
-    from squall.conf.resolve import parse_property
-
     per_component: dict = {}
     every: dict = {}
     for text in texts or []:
@@ -135,9 +134,9 @@ class PlannedUpdate:
     """An update worked out against the running topology: nothing written yet."""
 
     name: str
-    topology: Any  # the new logical plan
-    current: Any  # the running packing plan
-    proposed: Any  # the new packing plan
+    topology: schema.Topology  # the new logical plan
+    current: schema.PackingPlan  # the running packing plan
+    proposed: schema.PackingPlan  # the new packing plan
     diff: PlanDiff
     changes: list  # [(component, what, before, after)]
 
@@ -146,7 +145,7 @@ class PlannedUpdate:
         return self.proposed.id != self.current.id or bool(self.changes)
 
 
-def plan_update(name: str, topology: Any, current: Any, update: TopologyUpdate, base: Config) -> PlannedUpdate:
+def plan_update(name: str, topology: schema.Topology, current: schema.PackingPlan, update: TopologyUpdate, base: Config) -> PlannedUpdate:
     """Repack ``current`` for ``update``; a PackingError (an instance too big for any container) is
     a SquallError naming it."""
     new_topology = update.apply(topology)
@@ -158,9 +157,9 @@ def plan_update(name: str, topology: Any, current: Any, update: TopologyUpdate, 
                                                                                 proposed))
 
 
-def _changes(old: Any, new: Any, old_plan: Any, new_plan: Any) -> list:
+def _changes(old: schema.Topology, new: schema.Topology, old_plan: schema.PackingPlan, new_plan: schema.PackingPlan) -> list:
     """(component, what, before, after) for every component whose parallelism or instance size changed."""
-    def sizes(plan: Any) -> dict:
+    def sizes(plan: schema.PackingPlan) -> dict:
         return {i.id.component: i.resources for c in plan.containers for i in c.instances}
 
     before, after = sizes(old_plan), sizes(new_plan)
@@ -207,7 +206,7 @@ def describe(planned: PlannedUpdate) -> list:
     return lines
 
 
-def _by_container(plan: Any, ids: list) -> dict:
+def _by_container(plan: schema.PackingPlan, ids: list) -> dict:
     where = {i.id.task_id: c.id for c in plan.containers for i in c.instances}
     out: dict = {}
     for i in ids:

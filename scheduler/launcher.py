@@ -16,14 +16,13 @@ import secrets
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
-from squall.conf import Config, base_config, registry
+from squall.conf import CLUSTER_LAYER, Config, base_config, registry
 from squall.errors import SquallError
 from squall.idl import replace, schema
-from squall.logical import topology_config
-from squall.topology import encode_config
 from squall.importing import import_object
+from squall.logical import encode_config, topology_config
 from squall.packing import pack, plan_to_json
 from squall.preflight import preflight
 from squall.scheduler.base import LaunchOptions, Scheduler, state_file
@@ -86,13 +85,13 @@ def make_scheduler(cluster: str, state: Optional[StateManager],
     return cls.create(state, options)
 
 
-def _with_cluster(topology: Any, base: Config) -> tuple:
+def _with_cluster(topology: schema.Topology, base: Config) -> tuple:
     """The plan with the cluster layer, and its config."""
     topology = with_cluster_layer(topology, base)
     return topology, topology_config(topology, base)
 
 
-def dry_run(topology: Any, base: Config, cluster: str) -> str:
+def dry_run(topology: schema.Topology, base: Config, cluster: str) -> str:
     """What ``submit`` would launch on ``cluster`` (the scheduler's description); writes nothing."""
     topology, config = _with_cluster(topology, base)
     preflight(topology, base)
@@ -104,7 +103,7 @@ def dry_run(topology: Any, base: Config, cluster: str) -> str:
 
 
 def submit(
-    topology: Any,
+    topology: schema.Topology,
     state: StateManager,
     base: Config,
     cluster: str = "local",
@@ -147,12 +146,13 @@ def submit(
         state.delete(Kind.LOCK, name)
 
 
-def with_cluster_layer(topology: Any, base: Config) -> Any:
-    """The plan with ``base``'s cluster-file values under its own config.
+def with_cluster_layer(topology: schema.Topology, base: Config) -> schema.Topology:
+    """The plan with ``base``'s cluster-file values as its cluster layer (``cluster_config``).
 
     Runtime processes resolve their config from the stored plan (defaults,
     site file, plan); the cluster file given at submit exists only here, so
-    its values travel in the plan, below the topology's own keys.
+    its values travel in the plan, below the topology's own keys and under
+    their own name ("cluster config" in an error).
     """
     site = base_config()
     keys = registry()
@@ -161,11 +161,11 @@ def with_cluster_layer(topology: Any, base: Config) -> Any:
              if (k not in site or site[k] != v) and not (k in keys and keys[k].secret)}
     if not layer:
         return topology
-    return replace(topology, config={**encode_config(layer, "--config-path"), **topology.config})
+    return replace(topology, cluster_config=encode_config(layer, CLUSTER_LAYER))
 
 
-def _write_run(topology: Any, plan: Any, state: StateManager, cluster: str, address: StateAddress,
-               python: str) -> Any:
+def _write_run(topology: schema.Topology, plan: schema.PackingPlan, state: StateManager, cluster: str, address: StateAddress,
+               python: str) -> schema.ExecutionState:
     run_id, run_dir = new_run_dir(topology.name)
     for sub in ("logs", "metrics"):
         os.makedirs(os.path.join(run_dir, sub), exist_ok=True)
@@ -189,7 +189,7 @@ def _write_run(topology: Any, plan: Any, state: StateManager, cluster: str, addr
     return execution
 
 
-def registered_pids(state: StateManager, name: str, plan: Any) -> dict:
+def registered_pids(state: StateManager, name: str, plan: schema.PackingPlan) -> dict:
     """task id -> pid of the instances of ``plan`` that the current physical plan lists."""
     physical = state.get(Kind.PHYSICAL_PLAN, name)
     if physical is None or physical.packing_plan_id != plan.id:
@@ -200,7 +200,7 @@ def registered_pids(state: StateManager, name: str, plan: Any) -> dict:
 def _wait_until_up(
     state: StateManager,
     name: str,
-    plan: Any,
+    plan: schema.PackingPlan,
     timeout: float,
     progress: Optional[Callable[[Progress], None]],
     settle: float = SETTLE_SECS,

@@ -4,15 +4,19 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from typing import Any, Optional
+from typing import Optional
 
 from squall.conf import Config
 from squall.errors import SquallError
+from squall.idl import schema
+from squall.logical import topology_config
 from squall.packing import diff_plans
 from squall.scheduler.changes import PlannedUpdate, TopologyUpdate, plan_update
 from squall.scheduler.launcher import make_scheduler
 from squall.state import AlreadyExists, Kind, StateManager
 from squall.state.status import topology_health
+from squall.state.storage import open_storage
+from squall.stateful import checkpointing
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +25,7 @@ class NotRunning(SquallError):
     """No topology of that name is running."""
 
 
-def running(state: StateManager, name: str) -> Any:
+def running(state: StateManager, name: str) -> schema.ExecutionState:
     """The topology's execution state, or NotRunning naming the running ones."""
     execution = state.get(Kind.EXECUTION_STATE, name)
     if execution is None:
@@ -43,11 +47,11 @@ class _Locked:
         except AlreadyExists:
             raise SquallError(f"topology {self.name!r} is being changed by another command; try again") from None
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.state.delete(Kind.LOCK, self.name)
 
 
-def kill(state: StateManager, name: str) -> Any:
+def kill(state: StateManager, name: str) -> schema.ExecutionState:
     """Stop every process of the topology and remove it from the state manager.
 
     Its run folder (logs, metrics) stays on disk until ``squall clean``.
@@ -60,12 +64,8 @@ def kill(state: StateManager, name: str) -> Any:
     return execution
 
 
-def _delete_checkpoints(state: StateManager, name: str, execution: Any) -> None:
+def _delete_checkpoints(state: StateManager, name: str, execution: schema.ExecutionState) -> None:
     """A topology that checkpoints leaves nothing in its checkpoint storage (on HDFS it would stay for ever)."""
-    from squall.logical import topology_config
-    from squall.state.storage import open_storage
-    from squall.stateful import checkpointing
-
     topology = state.get(Kind.TOPOLOGY, name)
     if topology is None:
         return
@@ -122,7 +122,7 @@ def plan(state: StateManager, name: str, change: TopologyUpdate, base: Config) -
     return _planned(state, name, execution, change, base)
 
 
-def _planned(state: StateManager, name: str, execution: Any, change: TopologyUpdate, base: Config) -> PlannedUpdate:
+def _planned(state: StateManager, name: str, execution: schema.ExecutionState, change: TopologyUpdate, base: Config) -> PlannedUpdate:
     planned = plan_update(name, state.get(Kind.TOPOLOGY, name), state.get(Kind.PACKING_PLAN, name), change, base)
     fitted = make_scheduler(execution.cluster, state).fit_update(execution, planned.topology, planned.current,
                                                                  planned.proposed, base)
@@ -131,7 +131,8 @@ def _planned(state: StateManager, name: str, execution: Any, change: TopologyUpd
     return dataclasses.replace(planned, proposed=fitted, diff=diff_plans(planned.current, fitted))
 
 
-def update(state: StateManager, name: str, change: TopologyUpdate, base: Config, timeout: float = 60.0) -> Any:
+def update(state: StateManager, name: str, change: TopologyUpdate, base: Config,
+           timeout: float = 60.0) -> PlannedUpdate:
     """Scale components and resize their instances: repack, write the new plans, start and stop only
     the difference (on YARN, new containers are asked for), and wait until every instance of the new
     plan is connected. Returns the ``PlannedUpdate``."""

@@ -24,17 +24,19 @@ instance is one unit), the executor (one process), the runtime and the CLI agree
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Iterable, Optional
 
 from squall.conf import Config
 from squall.idl import schema
+from squall.logical import component_config, topology_config
+from squall.stateful import checkpointing
 
 CHAINING_KEY = "squall.chaining"
 _FORWARD = {schema.GroupingKind.SHUFFLE, schema.GroupingKind.LOCAL_OR_SHUFFLE, schema.GroupingKind.NONE}
 _NOT_WITH_ONE_TASK = {schema.GroupingKind.DIRECT, schema.GroupingKind.CUSTOM}
 
 
-def _chainable(up: Any, down: Any, reliable: bool) -> bool:
+def _chainable(up: schema.Component, down: schema.Component, reliable: bool) -> bool:
     """Whether ``down`` can take everything from ``up`` by call in task *i*'s process."""
     if down.kind != schema.ComponentKind.BOLT or up.name == down.name:
         return False
@@ -50,12 +52,9 @@ def _chainable(up: Any, down: Any, reliable: bool) -> bool:
     return all(i.grouping in _FORWARD for i in inputs)
 
 
-def chains(topology: Any, base: Optional[Config] = None) -> list:
+def chains(topology: schema.Topology, base: Optional[Config] = None) -> list:
     """The topology's chains of two or more components, each a tuple of component names from head to
     tail, in the order of their heads' names. Components in none run one process per task."""
-    from squall.logical import component_config, topology_config
-    from squall.stateful import checkpointing
-
     config = topology_config(topology, base)
     if checkpointing(topology, config):
         return []  # a checkpoint's markers are aligned per process: one task each (docs/state.md)
@@ -85,7 +84,7 @@ def chains(topology: Any, base: Optional[Config] = None) -> list:
     return out
 
 
-def chain_instances(chain_list: list, instances: Any) -> dict:
+def chain_instances(chain_list: list, instances: Iterable[schema.InstanceId]) -> dict:
     """head task id -> ``[(component, task id), ...]`` (head first) of every chain instance among
     ``instances`` (InstanceIds of a packing plan, or what has them: a chain instance is the tasks of
     one component index). A chain instance missing a member (a plan being changed) is left out."""

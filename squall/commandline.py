@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Protocol, Sequence
 
 from squall.conf import Config, base_config
 from squall.conf.resolve import parse_properties
@@ -14,6 +14,13 @@ from squall.preflight import check_components
 from squall.topology import Topology
 from squall.stateful import check_stateful
 from squall.windowed_bolt import check_windows_complete
+
+
+class Subcommands(Protocol):
+    """What a layer's ``register`` adds its commands to (``ArgumentParser.add_subparsers()``'s answer)."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        ...
 
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:
@@ -58,12 +65,12 @@ def warn(message: str) -> None:
     print(f"squall: warning: {message}", file=sys.stderr)
 
 
-def print_json(data: Any) -> None:
+def print_json(data: object) -> None:
     json.dump(data, sys.stdout, indent=2, sort_keys=False)
     sys.stdout.write("\n")
 
 
-def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: Optional[set] = None) -> str:
+def format_table(headers: Sequence[str], rows: Iterable[Sequence[object]], right: Optional[set] = None) -> str:
     """A plain aligned text table; columns named in ``right`` are right-aligned."""
     right = right or set()
     rows = [[_cell(v) for v in row] for row in rows]
@@ -82,7 +89,7 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: O
     return "\n".join(out)
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.2f}"
     return str(value)

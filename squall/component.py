@@ -69,13 +69,13 @@ class Tuple(_FromSource):
 
     def __init__(
         self,
-        id: Any,
+        id: object,
         component: str,
         stream: str,
         task: int,
-        values: Sequence[Any],
+        values: Sequence[object],
         fields: Sequence[str] = (),
-        roots: Any = None,
+        roots: object = None,
     ):
         self.id = id
         self.values = values
@@ -113,7 +113,7 @@ class TupleBatch(_FromSource):
 
     __slots__ = ("values", "source", "roots")
 
-    def __init__(self, values: list, source: TupleSource, roots: Any = None):
+    def __init__(self, values: list, source: TupleSource, roots: object = None):
         self.values = values
         self.source = source
         self.roots = roots
@@ -136,9 +136,9 @@ class Collector(Protocol):
 
     def emit(
         self,
-        values: Sequence[Any],
+        values: Sequence[object],
         stream: str,
-        tup_id: Any,
+        tup_id: object,
         anchors: Optional[Iterable[Tuple]],
         direct_task: Optional[int],
     ) -> tuple:
@@ -171,7 +171,7 @@ class TopologyContext:
         task_id: int,
         component: str,
         component_tasks: Mapping[str, Sequence[int]],
-        config: Mapping[str, Any],
+        config: Mapping[str, object],
         sources: Sequence[tuple] = (),
     ):
         self.topology_name = topology_name
@@ -222,7 +222,7 @@ class Component:
 
     _collector: Collector = _Unattached()  # type: ignore[assignment]
 
-    def initialize(self, config: Mapping[str, Any], context: TopologyContext) -> None:
+    def initialize(self, config: Mapping[str, object], context: TopologyContext) -> None:
         """Called once in the task's process before any tuple."""
 
     def close(self) -> None:
@@ -235,7 +235,7 @@ class Component:
         self._collector.report_error(where or type(self).__name__, error)
 
     @classmethod
-    def check_config(cls, config: Mapping[str, Any]) -> None:
+    def check_config(cls, config: Mapping[str, object]) -> None:
         """Refuse a configuration this component cannot run with, without I/O: called with the component's
         config as its tasks will get it (every layer, ``--config-property`` too) by every command that loads
         a topology file (``squall validate``, ``pack``, ``submit``...), not by ``build()``, since a required
@@ -243,7 +243,7 @@ class Component:
         expected (a connector's keys: docs/connectors.md)."""
 
     @classmethod
-    def preflight(cls, config: Mapping[str, Any]) -> None:
+    def preflight(cls, config: Mapping[str, object]) -> None:
         """Check what this component needs outside the topology before anything is launched (``squall
         submit``, ``--dry-run`` too): a broker that answers, a topic that exists, a path that can be
         written. Raise ``ValueError`` or ``OSError`` with one line naming what is wrong."""
@@ -270,10 +270,10 @@ class Spout(Component):
     def next_tuple(self) -> None:
         """Emit zero or more tuples; called repeatedly while the topology is active."""
 
-    def ack(self, tup_id: Any) -> None:
+    def ack(self, tup_id: object) -> None:
         """The tree of the tuple emitted with ``tup_id`` was fully processed."""
 
-    def fail(self, tup_id: Any) -> None:
+    def fail(self, tup_id: object) -> None:
         """The tree of the tuple emitted with ``tup_id`` failed or timed out."""
 
     def activate(self) -> None:
@@ -288,8 +288,8 @@ class Spout(Component):
 
     def emit(
         self,
-        values: Sequence[Any],
-        tup_id: Any = None,
+        values: Sequence[object],
+        tup_id: object = None,
         stream: str = DEFAULT_STREAM,
         direct_task: Optional[int] = None,
     ) -> tuple:
@@ -299,7 +299,7 @@ class Spout(Component):
         """
         return self._collector.emit(values, stream, tup_id, None, direct_task)
 
-    def emit_many(self, values_list: Sequence[Sequence[Any]], tup_ids: Optional[Sequence[Any]] = None,
+    def emit_many(self, values_list: Sequence[Sequence[object]], tup_ids: Optional[Sequence[object]] = None,
                   stream: str = DEFAULT_STREAM) -> None:
         """Emit each of ``values_list`` in order (with the matching id of ``tup_ids``, at least once), as
         ``emit`` would: one call for all (in a chain, handed to the next task as one batch)."""
@@ -353,7 +353,7 @@ class Bolt(Component):
 
     def emit(
         self,
-        values: Sequence[Any],
+        values: Sequence[object],
         stream: str = DEFAULT_STREAM,
         anchors: Optional[Iterable[Tuple]] = None,
         direct_task: Optional[int] = None,
@@ -361,7 +361,7 @@ class Bolt(Component):
         """Emit a tuple, anchored to ``anchors`` for at-least-once. Returns the target task ids, as a tuple."""
         return self._collector.emit(values, stream, None, anchors, direct_task)
 
-    def emit_many(self, values_list: Sequence[Sequence[Any]], stream: str = DEFAULT_STREAM,
+    def emit_many(self, values_list: Sequence[Sequence[object]], stream: str = DEFAULT_STREAM,
                   anchors: Optional[Iterable[Tuple]] = None) -> None:
         """Emit each of ``values_list`` in order, as ``emit`` would: one call for all (in a chain,
         handed to the next task as one batch, to its ``process_batch``)."""
@@ -379,7 +379,7 @@ class Bolt(Component):
         cls,
         name: Optional[str] = None,
         par: int = 1,
-        inputs: Any = None,
+        inputs: object = None,
         config: Optional[Mapping] = None,
     ) -> ComponentSpec:
         """A component spec for the class DSL."""
@@ -406,19 +406,19 @@ class ReliableSpout(Spout):
             self.__retries: dict = {}  # tup_id -> replays so far
             return self.__inflight, self.__retries
 
-    def emit(self, values: Sequence[Any], tup_id: Any = None, stream: str = DEFAULT_STREAM,
+    def emit(self, values: Sequence[object], tup_id: object = None, stream: str = DEFAULT_STREAM,
              direct_task: Optional[int] = None) -> tuple:
         if tup_id is not None:
             self._replay_state()[0][tup_id] = (values, stream, direct_task)
         return super().emit(values, tup_id, stream, direct_task)
 
-    def ack(self, tup_id: Any) -> None:
+    def ack(self, tup_id: object) -> None:
         inflight, retries = self._replay_state()
         inflight.pop(tup_id, None)
         retries.pop(tup_id, None)
         self.on_ack(tup_id)
 
-    def fail(self, tup_id: Any) -> None:
+    def fail(self, tup_id: object) -> None:
         inflight, retries = self._replay_state()
         entry = inflight.get(tup_id)
         if entry is None:
@@ -433,8 +433,8 @@ class ReliableSpout(Spout):
         values, stream, direct_task = entry
         super().emit(values, tup_id, stream, direct_task)
 
-    def on_ack(self, tup_id: Any) -> None:
+    def on_ack(self, tup_id: object) -> None:
         """The tree of ``tup_id`` completed."""
 
-    def on_give_up(self, tup_id: Any, values: Sequence[Any]) -> None:
+    def on_give_up(self, tup_id: object, values: Sequence[object]) -> None:
         """``tup_id`` failed ``max_retries`` + 1 times: it is not emitted again."""

@@ -5,9 +5,11 @@ import time
 from collections import defaultdict
 from typing import Any, Callable, Mapping, Optional
 
-#: the user metric a source spout reports its partitions under (``SourcePartitions``); ``squall metrics``,
-#: the UI and the capacity report show it
-SOURCE_PARTITIONS = "__source-partitions"
+# the user metric a source spout reports its partitions under (``SourcePartitions``); ``squall metrics``,
+# the UI and the capacity report show it
+from squall.metrics_schema import SOURCE_PARTITIONS
+
+__all__ = ["CountMetric", "MeanMetric", "Metric", "MultiCountMetric", "SOURCE_PARTITIONS", "SourcePartitions"]
 
 
 class Metric:

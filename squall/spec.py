@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Mapping, Optional
 
 from squall.stream import DEFAULT_STREAM
 
@@ -24,10 +24,10 @@ class ComponentSpec:
 
     name: Optional[str]
     kind: str  # "SPOUT" or "BOLT"
-    cls: Any
-    par: Any = 1
-    inputs: Any = None
-    config: Optional[Mapping[str, Any]] = None
+    cls: object
+    par: object = 1
+    inputs: object = None
+    config: Optional[Mapping[str, object]] = None
 
     def __getitem__(self, stream: str) -> "_PendingRef":
         """``spec["stream"]`` names one of this component's streams in ``inputs``."""

@@ -81,6 +81,9 @@ struct Topology {
   4: optional string source_file,
   // --config-property values given at submit: above every other layer.
   5: required map<string, string> overrides,
+  // the cluster layer (--config-path at submit, what differs from the site file): below the topology's
+  // own config, kept apart so that an error about one of its values names it
+  6: optional map<string, string> cluster_config,
 }
 
 // ---------------------------------------------------------------- packing plan

@@ -16,23 +16,26 @@ tuples as keys, dicts), the same encoding tuples travel in.
 from __future__ import annotations
 
 import zlib
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
 import msgpack
 
 from squall.component import Bolt, Spout
+from squall.conf import Config
+from squall.errors import TopologyError
 from squall.idl import schema
+from squall.logical import component_config, topology_config
 
 _packb = msgpack.Packer(use_bin_type=True).pack
 SPOUT = schema.ComponentKind.SPOUT
 
 
-def stable_hash(key_values: Sequence[Any]) -> int:
+def stable_hash(key_values: Sequence[object]) -> int:
     """A hash of key values that is the same in every process and run (CRC-32 of their msgpack)."""
     return zlib.crc32(_packb(list(key_values)))
 
 
-def key_group(key: Any, groups: int) -> int:
+def key_group(key: object, groups: int) -> int:
     """The key group of a state key: the group fields grouping routes its field values by (a tuple key
     stands for the values of a grouping on several fields)."""
     return stable_hash(list(key) if isinstance(key, tuple) else [key]) % groups
@@ -57,13 +60,13 @@ class KeyValueState:
     def __init__(self, data: Optional[dict] = None):
         self._data: dict = data if data is not None else {}
 
-    def get(self, key: Any, default: Any = None) -> Any:
+    def get(self, key: object, default: object = None) -> Any:
         return self._data.get(key, default)
 
-    def put(self, key: Any, value: Any) -> None:
+    def put(self, key: object, value: object) -> None:
         self._data[key] = value
 
-    def delete(self, key: Any) -> None:
+    def delete(self, key: object) -> None:
         """Remove ``key`` (no error when it is absent)."""
         self._data.pop(key, None)
 
@@ -73,7 +76,7 @@ class KeyValueState:
     def keys(self) -> Iterator[Any]:
         return iter(list(self._data))
 
-    def __contains__(self, key: Any) -> bool:
+    def __contains__(self, key: object) -> bool:
         return key in self._data
 
     def __len__(self) -> int:
@@ -119,19 +122,16 @@ def is_stateful(cls: type) -> bool:
     return isinstance(cls, type) and issubclass(cls, _Stateful)
 
 
-def checkpointing(topology: Any, config: Any) -> bool:
+def checkpointing(topology: schema.Topology, config: Mapping[str, object]) -> bool:
     """Whether a topology runs checkpoints: at EFFECTIVELY_ONCE, or when a component is stateful."""
     return config["topology.reliability.mode"] == "EFFECTIVELY_ONCE" or any(c.stateful for c in topology.components)
 
 
-def check_stateful(topology: Any, base: Any = None) -> None:
+def check_stateful(topology: schema.Topology, base: Optional[Config] = None) -> None:
     """What a stateful topology needs, against the configuration a run really gets: at
     EFFECTIVELY_ONCE every spout is a ``StatefulSpout`` (a rollback rewinds the sources); a stateful
     component has no more tasks than key groups; at ATLEAST_ONCE the checkpoint interval is below the
     message timeout. A ``TopologyError`` names the component or the keys."""
-    from squall.errors import TopologyError
-    from squall.logical import component_config, topology_config
-
     config = topology_config(topology, base)
     mode = config["topology.reliability.mode"]
     interval, timeout = config["topology.state.checkpoint.interval.secs"], config["topology.message.timeout.secs"]
@@ -152,11 +152,9 @@ def check_stateful(topology: Any, base: Any = None) -> None:
                                     f"{groups}: a stateful component has at most one task per key group")
 
 
-def check_stateful_update(current: Any, proposed: Any, base: Any = None) -> None:
+def check_stateful_update(current: schema.Topology, proposed: schema.Topology, base: Optional[Config] = None) -> None:
     """An update of a stateful topology: ``check_stateful``, and a stateful spout keeps its parallelism (its
     state is its tasks' positions, one per task) unless it is ``rescalable``."""
-    from squall.errors import TopologyError
-
     check_stateful(proposed, base)
     before = {c.name: c for c in current.components}
     for c in proposed.components:

@@ -86,13 +86,13 @@ class Grouping:
         return GroupingSpec("PARTIAL_KEY", _field_names("PARTIAL_KEY", names))
 
     @staticmethod
-    def custom(obj: Any) -> GroupingSpec:
+    def custom(obj: object) -> GroupingSpec:
         """An object with ``prepare(context, component, stream, target_tasks)`` and
         ``choose_tasks(values)``, a class of such objects, or its ``module:Class`` name."""
         return GroupingSpec("CUSTOM", custom=obj)
 
 
-def encode_custom(obj: Any, what: str) -> tuple[str, str]:
+def encode_custom(obj: object, what: str) -> tuple[str, str]:
     """``(class_name, state_json)`` for a custom grouping object, class or name."""
     if isinstance(obj, str):
         try:

@@ -47,7 +47,7 @@ class Builder:
         self._config: dict = {}
         self._compiled: Optional[SimpleNamespace] = None
 
-    def source(self, items: Any, config: Optional[dict] = None) -> "Streamlet":
+    def source(self, items: object, config: Optional[dict] = None) -> "Streamlet":
         """Elements from ``items``: an iterable, a function returning one (called in each task), or a
         ``Spout`` subclass (its default stream's values; one field is the element, several their list),
         such as a connector's (``source(KafkaSpout, config={"kafka.topics": ...})``); ``config`` is the
@@ -196,7 +196,7 @@ class Streamlet:
         """Logs each element (INFO, in the task's log)."""
         return self._then("log", ())
 
-    def sink(self, fn: Any, config: Optional[dict] = None) -> "Streamlet":
+    def sink(self, fn: object, config: Optional[dict] = None) -> "Streamlet":
         """``fn(element)`` for each element (``fn.setup(config, context)`` first in each task, if it has one),
         or a ``Bolt`` subclass that takes this streamlet's tuples, such as a connector's
         (``sink(FileSink, config={"files.path": ...})``); ``config`` is the component's config."""
@@ -255,16 +255,16 @@ _BASES = {"map": ops.MapBolt, "flat_map": ops.FlatMapBolt, "filter": ops.FilterB
           "log": ops.LogBolt, "sink": ops.SinkBolt}
 
 
-def pair_key(element: Any) -> Any:
+def pair_key(element: object) -> Any:
     """The key of an element that is a ``(key, value)`` pair."""
     return _pair(element)[0]
 
 
-def pair_value(element: Any) -> Any:
+def pair_value(element: object) -> Any:
     return _pair(element)[1]
 
 
-def _pair(element: Any) -> Any:
+def _pair(element: object) -> Any:
     if not isinstance(element, (tuple, list)) or len(element) != 2:
         raise TypeError(f"a by-key operator got {element!r}: it needs (key, value) pairs, or a keyed streamlet "
                         "(key_by)")

@@ -24,11 +24,11 @@ class StreamletSpout(ReliableSpout):
     acked (``ReliableSpout``)."""
 
     outputs = ["value"]
-    items: Any = ()
+    items: object = ()
     max_retries = 1000
     burst = 100  # elements per next_tuple call
 
-    def initialize(self, config: Mapping[str, Any], context: TopologyContext) -> None:
+    def initialize(self, config: Mapping[str, object], context: TopologyContext) -> None:
         tasks = context.get_component_tasks(context.get_component_id())
         items = type(self).items
         source = items() if callable(items) else items
@@ -99,7 +99,7 @@ class ReduceByKeyBolt(_Operator, Bolt):
 
     outputs = ["key", "value"]
 
-    def initialize(self, config: Mapping[str, Any], context: TopologyContext) -> None:
+    def initialize(self, config: Mapping[str, object], context: TopologyContext) -> None:
         self._acc: dict = {}
 
     def process(self, tup: Tuple) -> None:
@@ -118,7 +118,7 @@ class LogBolt(_Operator, Bolt):
 class SinkBolt(_Operator, Bolt):
     """``sink(fn)``: ``fn(element)`` for each; ``fn.setup(config, context)`` first, if it has one."""
 
-    def initialize(self, config: Mapping[str, Any], context: TopologyContext) -> None:
+    def initialize(self, config: Mapping[str, object], context: TopologyContext) -> None:
         setup = getattr(self.fn, "setup", None)
         if setup is not None:
             setup(config, context)
@@ -133,7 +133,7 @@ class _WindowedOperator(_Operator, WindowedBolt):
     outputs = ["value"]
     keyed_in = True
 
-    def emit_result(self, key: Any, window: Any, value: Any) -> None:
+    def emit_result(self, key: object, window: Any, value: object) -> None:
         self.emit([{"key": key, "window": [window.start, window.end], "value": value}])
 
 

@@ -6,7 +6,6 @@ the path at fault (``components.split.inputs[0].grouping``).
 """
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Mapping, Optional, Sequence
 
@@ -15,6 +14,7 @@ from squall.conf import Config, ConfigError, base_config, unknown_key_warning
 from squall.errors import TopologyError
 from squall.idl import schema
 from squall.importing import qualified_name
+from squall.logical import encode_config
 from squall.spec import ComponentSpec, StreamRef, _PendingRef
 from squall.stream import DEFAULT_STREAM, Grouping, GroupingSpec, Stream, encode_custom
 from squall.stateful import check_stateful, is_stateful
@@ -23,7 +23,7 @@ from squall.windowed_bolt import WindowedBolt, check_windowed
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-def valid_name(name: Any) -> bool:
+def valid_name(name: object) -> bool:
     """Topology and component names: letters, digits, '_', '.', '-', not starting with a symbol."""
     return isinstance(name, str) and bool(_NAME.match(name))
 
@@ -37,7 +37,7 @@ class TopologyBuilder:
         self._config: dict = {}
 
     def add_spout(
-        self, name: str, cls: type, par: int = 1, config: Optional[Mapping[str, Any]] = None
+        self, name: str, cls: type, par: int = 1, config: Optional[Mapping[str, object]] = None
     ) -> ComponentSpec:
         spec = ComponentSpec(name, "SPOUT", cls, par, None, config)
         self._specs.append(spec)
@@ -48,8 +48,8 @@ class TopologyBuilder:
         name: str,
         cls: type,
         par: int = 1,
-        inputs: Any = None,
-        config: Optional[Mapping[str, Any]] = None,
+        inputs: object = None,
+        config: Optional[Mapping[str, object]] = None,
     ) -> ComponentSpec:
         """``inputs`` maps a spec, a name, ``spec["stream"]`` or ``(spec, stream)`` to a
         grouping; a list of those means shuffle grouping from each."""
@@ -60,7 +60,7 @@ class TopologyBuilder:
     def add_spec(self, *specs: ComponentSpec) -> None:
         self._specs.extend(specs)
 
-    def set_config(self, config: Mapping[str, Any]) -> None:
+    def set_config(self, config: Mapping[str, object]) -> None:
         """Topology-wide configuration (above files, below component config)."""
         self._config.update(config)
 
@@ -83,7 +83,7 @@ class Topology:
     """
 
     name: str
-    config: Mapping[str, Any] = {}
+    config: Mapping[str, object] = {}
 
     def __init__(self) -> None:
         cls = type(self)
@@ -126,25 +126,10 @@ class Topology:
         return f"<Topology {self.name!r}: {len(self.plan.components)} components, {self.total_tasks()} tasks>"
 
 
-def encode_config(config: Mapping[str, Any], where: str) -> dict:
-    """Config values as JSON texts (the IDL's map<string, string>)."""
-    encoded = {}
-    for key, value in config.items():
-        try:
-            encoded[key] = json.dumps(value)
-        except TypeError as e:
-            raise TopologyError(f"{where}.{key}: value {value!r} is not a JSON value") from e
-    return encoded
-
-
-def decode_config(encoded: Mapping[str, str]) -> dict:
-    return {key: json.loads(value) for key, value in encoded.items()}
-
-
 class _Validator:
     """Turns specs into the logical plan, refusing the first thing wrong."""
 
-    def __init__(self, name: Any, specs: Sequence[ComponentSpec], config: Mapping, warnings: list):
+    def __init__(self, name: object, specs: Sequence[ComponentSpec], config: Mapping, warnings: list):
         self.name = name
         self.specs = list(specs)
         self.config = config
@@ -171,7 +156,7 @@ class _Validator:
         check_stateful(plan, base)
         return plan
 
-    def _check_config(self, base: Config, layer: Any, where: str) -> None:
+    def _check_config(self, base: Config, layer: object, where: str) -> None:
         if layer is None:
             return
         if not isinstance(layer, Mapping):
@@ -268,7 +253,7 @@ class _Validator:
             result.append(self._input(source, stream, grouping, at))
         return result
 
-    def _resolve_ref(self, ref: Any, at: str) -> tuple:
+    def _resolve_ref(self, ref: object, at: str) -> tuple:
         if isinstance(ref, ComponentSpec):
             source, stream = ref.name, DEFAULT_STREAM
         elif isinstance(ref, _PendingRef):
@@ -292,7 +277,7 @@ class _Validator:
             )
         return source, stream
 
-    def _input(self, source: str, stream_name: str, grouping: Any, at: str) -> Any:
+    def _input(self, source: str, stream_name: str, grouping: object, at: str) -> Any:
         stream: Stream = self.streams[source][stream_name]
         if not isinstance(grouping, GroupingSpec):
             raise TopologyError(f"{at}.grouping: expected a Grouping, got {grouping!r}")
@@ -330,7 +315,7 @@ class _Validator:
         )
 
 
-def _is_ref_tuple(value: Any) -> bool:
+def _is_ref_tuple(value: object) -> bool:
     return (
         isinstance(value, tuple)
         and len(value) == 2

@@ -52,7 +52,7 @@ class Window:
         return cls(length, every if by_count else float(every), by_count)
 
     @staticmethod
-    def _length(where: str, duration: Any, count: Any) -> float:
+    def _length(where: str, duration: object, count: object) -> float:
         if (duration is None) == (count is None):
             raise ValueError(f"{where}: give exactly one of duration= (seconds) and count= (tuples)")
         if count is not None:
@@ -62,7 +62,7 @@ class Window:
         return float(duration)
 
     @staticmethod
-    def _positive(where: str, name: str, value: Any, integer: bool) -> None:
+    def _positive(where: str, name: str, value: object, integer: bool) -> None:
         if integer:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{where}: {name} must be a positive whole number of tuples, got {value!r}")
@@ -144,7 +144,7 @@ class WindowView:
     __slots__ = ("start", "end", "_panes", "_new_from", "_expired", "_value", "_incremental")
 
     def __init__(self, start: float, end: float, panes: list, new_from: int, expired: list,
-                 value: Any = None, incremental: bool = False) -> None:
+                 value: object = None, incremental: bool = False) -> None:
         self.start = start
         self.end = end
         self._panes = panes  # [(pane id, its tuples), ...] in pane order

@@ -15,7 +15,11 @@ import time
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from squall.component import Bolt, TopologyContext, Tuple
+from squall.conf import Config
 from squall.errors import TopologyError
+from squall.idl import schema
+from squall.importing import import_object
+from squall.logical import component_config
 from squall.metrics import CountMetric
 from squall.stream import DEFAULT_STREAM
 from squall.window import Window, WindowView
@@ -62,17 +66,17 @@ class WindowedBolt(Bolt):
         own = cls.initialize
         if own is not WindowedBolt.initialize and not getattr(own, "_sets_up_windows", False):
             @functools.wraps(own)
-            def initialize(self: "WindowedBolt", config: Mapping[str, Any], context: TopologyContext) -> None:
+            def initialize(self: "WindowedBolt", config: Mapping[str, object], context: TopologyContext) -> None:
                 self._set_up_windows(config, context)
                 own(self, config, context)
 
             initialize._sets_up_windows = True  # type: ignore[attr-defined]
             cls.initialize = initialize  # type: ignore[method-assign]
 
-    def initialize(self, config: Mapping[str, Any], context: TopologyContext) -> None:
+    def initialize(self, config: Mapping[str, object], context: TopologyContext) -> None:
         self._set_up_windows(config, context)
 
-    def _set_up_windows(self, config: Mapping[str, Any], context: TopologyContext) -> None:
+    def _set_up_windows(self, config: Mapping[str, object], context: TopologyContext) -> None:
         if "_windower" in self.__dict__:
             return  # a subclass's initialize called super().initialize()
         cls = type(self)
@@ -119,14 +123,14 @@ class WindowedBolt(Bolt):
         self._expect_upstream()
         self._run(self._windower.on_tick(time.time()))
 
-    def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM, anchors: Optional[Iterable[Tuple]] = None,
+    def emit(self, values: Sequence[object], stream: str = DEFAULT_STREAM, anchors: Optional[Iterable[Tuple]] = None,
              direct_task: Optional[int] = None) -> tuple:
         """Inside ``process_window``, anchored to every tuple of the window unless ``anchors`` says otherwise."""
         if anchors is None and self._firing is not None:
             anchors = self._firing.anchors
         return super().emit(values, stream, anchors, direct_task)
 
-    def emit_many(self, values_list: Sequence[Sequence[Any]], stream: str = DEFAULT_STREAM,
+    def emit_many(self, values_list: Sequence[Sequence[object]], stream: str = DEFAULT_STREAM,
                   anchors: Optional[Iterable[Tuple]] = None) -> None:
         """Each through ``emit`` (anchored as it anchors)."""
         for values in values_list:
@@ -178,8 +182,8 @@ def incremental_form(bolt: Any) -> Optional[Incremental]:
     return Incremental(reduce, getattr(bolt, "merge", None), bolt.initial)
 
 
-def check_windowed(cls: type, where: str, config: Mapping[str, Any], input_fields: list,
-                   outputs: Mapping[str, Any]) -> Optional[float]:
+def check_windowed(cls: type, where: str, config: Mapping[str, object], input_fields: list,
+                   outputs: Mapping[str, object]) -> Optional[float]:
     """``build()``'s checks of a ``WindowedBolt`` subclass ``cls``; returns the tick frequency it needs, else
     None: processing-time windows fire on ticks; in event time a tick (each second) only refreshes the
     upstream tasks the watermark waits for, after a plan change. ``config``: the component's resolved config;
@@ -244,12 +248,9 @@ def check_windowed(cls: type, where: str, config: Mapping[str, Any], input_field
     return 1.0 if timed else min(1.0, max(0.01, window.every / 10))
 
 
-def check_windows_complete(topology: Any, base: Any) -> None:
+def check_windows_complete(topology: schema.Topology, base: Optional[Config]) -> None:
     """At least once, the checks of ``_check_completes`` against the configuration a run really gets
     (``--config-property`` and the cluster file included; ``build()`` saw only the topology's)."""
-    from squall.importing import import_object
-    from squall.logical import component_config
-
     for c in topology.components:
         cls = import_object(c.class_name)
         if not (isinstance(cls, type) and issubclass(cls, WindowedBolt)):
@@ -259,7 +260,7 @@ def check_windows_complete(topology: Any, base: Any) -> None:
             _check_completes(cls.window, float(cls.lag), f"components.{c.name}", cls.__name__, config)
 
 
-def _check_completes(window: Window, lag: float, where: str, name: str, config: Mapping[str, Any]) -> None:
+def _check_completes(window: Window, lag: float, where: str, name: str, config: Mapping[str, object]) -> None:
     """At least once, a tuple waits for its last window (Storm's bound: length + slide, plus the lag) before
     it is acked; past ``topology.message.timeout.secs`` (or, counting tuples, past
     ``topology.max.spout.pending`` in flight) it would time out and replay for ever."""

@@ -177,6 +177,12 @@ class StateManager(ABC):
     def _delete_election(self, topology: str) -> None:
         """Remove ``topology``'s election (its candidates are gone)."""
 
+    def container_records(self, topology: str) -> list[schema.ContainerStatus]:
+        """The container records of ``topology`` (one per live executor), by container id; a record that
+        vanishes between listing and reading is left out."""
+        records = (self.get(Kind.CONTAINER, member(topology, m)) for m in self.members(Kind.CONTAINER, topology))
+        return sorted((r for r in records if r is not None), key=lambda r: r.container)
+
     def delete_topology(self, name: str) -> None:
         """Remove every record of a topology (kill)."""
         for kind in Kind:

@@ -21,7 +21,7 @@ from typing import Optional
 import psutil
 
 from squall.idl import schema
-from squall.state.base import Kind, StateManager, member
+from squall.state.base import Kind, StateManager
 
 SUBMITTED, RUNNING, PAUSED, DEGRADED, FAILED = "SUBMITTED", "RUNNING", "PAUSED", "DEGRADED", "FAILED"
 
@@ -75,11 +75,7 @@ def topology_health(state: StateManager, name: str, execution: Optional["schema.
     location = state.get(Kind.SCHEDULER, name)
     pplan = state.get(Kind.PHYSICAL_PLAN, name)
     leader = state.get(Kind.TMASTER, name)
-    records = {}
-    for m in state.members(Kind.CONTAINER, name):
-        record = state.get(Kind.CONTAINER, member(name, m))
-        if record is not None:
-            records[record.container] = record
+    records = {record.container: record for record in state.container_records(name)}
     here = socket.gethostname()
     failures, problems, crashed = [], [], []
     if location is not None and location.failure:

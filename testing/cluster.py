@@ -103,7 +103,7 @@ class LocalCluster:
 
     def show(self, name: str) -> dict:
         """``squall show --json``'s data."""
-        from squall.scheduler.cli import show_data
+        from squall.scheduler.views import show_data
 
         return show_data(self.state, name)
 

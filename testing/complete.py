@@ -27,7 +27,7 @@ from squall.component import Bolt, Spout, TopologyContext, Tuple
 from squall.idl import replace, schema
 from squall.testing.cluster import LocalCluster, Submittable, _plan_of
 from squall.testing.wait import wait_until
-from squall.topology import encode_config
+from squall.logical import encode_config
 
 DIR_KEY = "testing.dir"  # the folder the harness's components share (a user key: squall.* is Squall's own)
 CAPTURE = "capture"

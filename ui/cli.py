@@ -3,13 +3,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
-
-from squall.commandline import add_config_options
+from squall.commandline import Subcommands, add_config_options
 from squall.conf import base_config
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     p = sub.add_parser("ui", help="serve the web UI and REST API (pages, metrics, packing, actions)",
                        description="Serve the UI and its REST API (docs/ui.md) for the topologies of the state "
                                    "manager the config names (local or ZooKeeper). Prints its URL, and the token "

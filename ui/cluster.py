@@ -7,23 +7,20 @@ prints.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
 from squall.errors import SquallError
 from squall.scheduler import launcher
-from squall.scheduler.cli import list_data
-from squall.state import Kind, StateManager, member
+from squall.scheduler.views import list_data
+from squall.state import StateManager
 
 
-def cluster(state: StateManager, config: Mapping[str, Any]) -> dict:
+def cluster(state: StateManager, config: Mapping[str, object]) -> dict:
     rows = list_data(state)
     hosts: dict = {}
     containers = 0
     for row in rows:
-        for m in state.members(Kind.CONTAINER, row["name"]):
-            record = state.get(Kind.CONTAINER, member(row["name"], m))
-            if record is None:
-                continue
+        for record in state.container_records(row["name"]):
             containers += 1
             h = hosts.setdefault(record.host, {"host": record.host, "containers": 0, "processes": 0,
                                                "topologies": set()})

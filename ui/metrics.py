@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Optional
+from typing import Optional
 
 from squall.errors import SquallError
+from squall.runtime.client import TMasterUnreachable, query_metrics
+from squall.state import StateManager
 
 # window name -> seconds (None: since start); Storm's :all-time is "all"
 WINDOWS = {"60s": 60.0, "10m": 600.0, "1h": 3600.0, "all": None}
@@ -38,15 +40,13 @@ def parse_window(text: Optional[str]) -> str:
 class MetricsCache:
     """Topology masters' answers, each kept ``ttl`` seconds."""
 
-    def __init__(self, state: Any, ttl: float = 1.0, timeout: float = 3.0) -> None:
+    def __init__(self, state: StateManager, ttl: float = 1.0, timeout: float = 3.0) -> None:
         self.state, self.ttl, self.timeout = state, ttl, timeout
         self.lock = threading.Lock()
         self.entries: dict = {}  # key -> (monotonic time, answer)
 
     def get(self, name: str, window: str, component: Optional[str] = None, series: bool = False) -> dict:
         """``query_metrics`` of topology ``name`` over ``window``; TMasterUnreachable when it cannot answer."""
-        from squall.runtime.client import query_metrics
-
         key = (name, window, component, series)
         now = time.monotonic()
         with self.lock:
@@ -69,8 +69,6 @@ class MetricsCache:
 
     def try_get(self, name: str, window: str, component: Optional[str] = None, series: bool = False) -> tuple:
         """``(answer, None)``, or ``(None, why)`` when the master cannot answer (a page still shows the rest)."""
-        from squall.runtime.client import TMasterUnreachable
-
         try:
             return self.get(name, window, component, series), None
         except TMasterUnreachable as e:

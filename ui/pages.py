@@ -30,7 +30,7 @@ def root_of(path: str) -> str:
     return "../" * depth if depth > 0 else "./"
 
 
-def fmt(value: Any, digits: int = 3) -> str:
+def fmt(value: object, digits: int = 3) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
@@ -58,7 +58,7 @@ TEMPLATES.env.filters.update(fmt=fmt, ago=ago, clock=clock, q=lambda s: quote(st
 def router(ctx: UiContext) -> APIRouter:
     pages = APIRouter(include_in_schema=False)
 
-    def render(request: Request, template: str, **data: Any) -> HTMLResponse:
+    def render(request: Request, template: str, **data: object) -> HTMLResponse:
         refresh = request.query_params.get("refresh")
         return TEMPLATES.TemplateResponse(request, template, {
             "root": root_of(request.url.path), "refresh": int(refresh) if refresh and refresh.isdigit() else None,

@@ -19,7 +19,7 @@ def ui_config(base: Config, properties: list) -> Config:
     return base.with_layer(layer, "--config-property")
 
 
-def token_of(config: Mapping[str, Any]) -> tuple:
+def token_of(config: Mapping[str, object]) -> tuple:
     """``(token, made)``: ``squall.ui.token``, or a random one (``made``: print it, nobody else knows it)."""
     token = config["squall.ui.token"]
     return (token, False) if token else (secrets.token_urlsafe(18), True)

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Optional
+from typing import Mapping, Optional
 
 from squall.conf import masked
 from squall.errors import SquallError
-from squall.logical import grouping_name, kind_name, process_tasks, topology_config
+from squall.idl import schema
+from squall.logical import decode_config, grouping_name, kind_name, process_tasks, topology_config
 from squall.packing import normalise, tmaster_container_resources
+from squall.runtime.client import describe_checkpoints
 from squall.scheduler import manager
-from squall.scheduler.cli import list_data, show_data
+from squall.scheduler.views import list_data, show_data
 from squall.state import Kind, StateManager, member
-from squall.topology import decode_config
 from squall.ui.metrics import BadRequest, MetricsCache
 
 LOG_LENGTH = 16 * 1024  # bytes of a log a request gets by default
@@ -35,7 +36,7 @@ def topologies(state: StateManager) -> list:
     return list_data(state)
 
 
-def logical_plan(topology: Any) -> list:
+def logical_plan(topology: schema.Topology) -> list:
     return [{
         "name": c.name, "kind": kind_name(c.kind).lower(), "parallelism": c.parallelism,
         "outputs": [{"stream": s.name, "fields": list(s.fields), "direct": s.direct} for s in c.outputs],
@@ -45,9 +46,11 @@ def logical_plan(topology: Any) -> list:
     } for c in topology.components]
 
 
-def visible_config(topology: Any) -> dict:
-    """The topology's own config, its command-line overrides over it; credentials masked."""
-    config = {**decode_config(topology.config), **decode_config(topology.overrides)}
+def visible_config(topology: schema.Topology) -> dict:
+    """The topology's cluster layer, its own config over it, its command-line overrides over both; credentials
+    masked."""
+    config = {**decode_config(topology.cluster_config or {}), **decode_config(topology.config),
+              **decode_config(topology.overrides)}
     return dict(sorted(masked(config).items()))
 
 
@@ -81,8 +84,6 @@ def _checkpoints(answer: Optional[dict]) -> Optional[dict]:
     figures = (answer or {}).get("checkpoints")
     if figures is None:
         return None
-    from squall.runtime.client import describe_checkpoints
-
     return {**figures, "line": describe_checkpoints(figures)}
 
 
@@ -113,10 +114,7 @@ def _where(state: StateManager, name: str) -> dict:
     physical = state.get(Kind.PHYSICAL_PLAN, name)
     pids = {i.id.task_id: i.pid for i in physical.instances} if physical is not None else {}
     out: dict = {}
-    for m in state.members(Kind.CONTAINER, name):
-        record = state.get(Kind.CONTAINER, member(name, m))
-        if record is None:
-            continue
+    for record in state.container_records(name):
         for p in record.processes:
             for task, _ in process_tasks(p.name):
                 out[task] = {"container": record.container, "host": record.host, "process": p.name,
@@ -168,8 +166,7 @@ def packing(state: StateManager, metrics: MetricsCache, name: str) -> dict:
     answer, unreachable = metrics.try_get(name, "60s")
     used = (answer or {}).get("tasks", {})
     where = _where(state, name)
-    records = {r.container: r for r in (state.get(Kind.CONTAINER, member(name, m))
-                                        for m in state.members(Kind.CONTAINER, name)) if r is not None}
+    records = {r.container: r for r in state.container_records(name)}
     containers = []
     for c in [_container_zero(config)] + sorted(plan.containers, key=lambda c: c.id):
         memory, vcores = normalise(c.resources, config)
@@ -206,15 +203,13 @@ def packing(state: StateManager, metrics: MetricsCache, name: str) -> dict:
     }
 
 
-def _container_zero(config: Any) -> Any:
-    from squall.idl import schema
-
+def _container_zero(config: Mapping[str, object]) -> schema.ContainerPlan:
     resources = tmaster_container_resources(config)
     return schema.ContainerPlan(id=0, instances=[], resources=resources,
                                 padding=schema.Resources(cpu=0.0, ram_mb=0, disk_mb=0))
 
 
-def _res(r: Any) -> dict:
+def _res(r: schema.Resources) -> dict:
     return {"cpu": r.cpu, "ram_mb": r.ram_mb, "disk_mb": r.disk_mb}
 
 
@@ -259,9 +254,7 @@ def log_index(state: StateManager, name: str) -> list:
     """Every process of the topology whose log the UI can show: container, process, host."""
     manager.running(state, name)
     out = []
-    for m in state.members(Kind.CONTAINER, name):
-        record = state.get(Kind.CONTAINER, member(name, m))
-        if record is not None:
-            out += [{"container": record.container, "process": p.name, "host": record.host}
-                    for p in record.processes]
+    for record in state.container_records(name):
+        out += [{"container": record.container, "process": p.name, "host": record.host}
+                for p in record.processes]
     return sorted(out, key=lambda x: (x["container"], x["process"]))

@@ -86,7 +86,7 @@ def shutdown_failed(reason: str) -> None:
 
 
 def run(state: StateManager, name: str, policy: RestartPolicy) -> int:
-    from squall.state import Kind, StateError, member
+    from squall.state import Kind, StateError
 
     watch = ContainerWatch(policy)
     while True:
@@ -96,11 +96,7 @@ def run(state: StateManager, name: str, policy: RestartPolicy) -> int:
                 return 0
             plan = state.get(Kind.PACKING_PLAN, name)
             in_plan = {0} | ({c.id for c in plan.containers} if plan is not None else set())
-            holders: dict[int, tuple[str, int]] = {}
-            for m in state.members(Kind.CONTAINER, name):
-                record = state.get(Kind.CONTAINER, member(name, m))
-                if record is not None:
-                    holders[record.container] = (record.host, record.executor_pid)
+            holders = {r.container: (r.host, r.executor_pid) for r in state.container_records(name)}
         except StateError as e:
             log.warning("cannot read the state: %s", e)
             time.sleep(POLL_SECS)

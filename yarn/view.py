@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
 from squall.packing import Amount, NodePool, PoolSample
-from squall.state import Kind, StateManager, member
+from squall.state import Kind, StateManager
 from squall.yarn.rest import NodeReport, RMClient
 
 OWNERS = ("squall", "spark", "other")
@@ -127,9 +127,8 @@ def squall_containers(state: StateManager, only: str = "") -> list:
             continue
         config = topology_config(topology)
         resources = {c.id: c.resources for c in plan.containers} | {0: tmaster_container_resources(config)}
-        for m in state.members(Kind.CONTAINER, name):
-            record = state.get(Kind.CONTAINER, member(name, m))
-            if record is None or record.container not in resources:
+        for record in state.container_records(name):
+            if record.container not in resources:
                 continue
             memory, vcores = normalise(resources[record.container], config)
             out.append(SquallContainer(name, record.container, record.host, memory, vcores,

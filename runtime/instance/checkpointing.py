@@ -36,6 +36,8 @@ import msgpack
 
 from squall.idl import schema
 from squall.logical import find_component
+from squall.metrics_schema import (CHECKPOINT_ALIGN_MS, CHECKPOINT_BYTES, CHECKPOINT_SAVE_MS, CHECKPOINT_SAVES,
+                                   CHECKPOINT_STALE_FRAMES)
 from squall.runtime.protocol import DATA_HEADER_SIZE, MARKER, control_frame, data_frame
 from squall.runtime.user_errors import CHECKPOINT_STORAGE
 from squall.state import StorageError
@@ -243,9 +245,9 @@ class Checkpointing:
         return out
 
     def metrics(self) -> dict:
-        out = {"__checkpoint_saves": self.saves, "__checkpoint_save_ms": round(self.save_ms, 3),
-               "__checkpoint_align_ms": round(self.align_ms, 3), "__checkpoint_bytes": self.saved_bytes,
-               "__checkpoint_stale_frames": self.stale_frames}
+        out = {CHECKPOINT_SAVES: self.saves, CHECKPOINT_SAVE_MS: round(self.save_ms, 3),
+               CHECKPOINT_ALIGN_MS: round(self.align_ms, 3), CHECKPOINT_BYTES: self.saved_bytes,
+               CHECKPOINT_STALE_FRAMES: self.stale_frames}
         self.saves = self.saved_bytes = self.stale_frames = 0
         self.save_ms = self.align_ms = 0.0
         return out

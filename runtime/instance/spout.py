@@ -12,6 +12,7 @@ from typing import Any
 
 import msgpack
 
+from squall.metrics_schema import PENDING, TIMEOUT_COUNT
 from squall.runtime.acking import AckTracker, new_value
 from squall.runtime.instance.state import InstanceState
 from squall.runtime.protocol import DATA_HEADER_SIZE
@@ -105,7 +106,7 @@ class SpoutInstance(InstanceState):
         if self.throttled:  # time throttled so far counts in this bucket
             self.backpressure_time += clock - self.throttled_at
             self.throttled_at = clock
-        return {"__timeout-count": self.timeouts, "__pending": len(self.tracker)} if self.reliable else {}
+        return {TIMEOUT_COUNT: self.timeouts, PENDING: len(self.tracker)} if self.reliable else {}
 
     def on_disconnected(self, clock: float) -> tuple:
         """Besides what was framed for the dead connection, the word to stop emitting went with it.

@@ -19,6 +19,7 @@ import msgpack
 
 from squall.component import TICK_FREQ_KEY
 from squall.idl import schema
+from squall.metrics_schema import CHAIN
 from squall.runtime.instance.batch import Batch
 from squall.runtime.protocol import (ACK, CONTROL, DATA, HEADER, MARKER, ProtocolError, data_frame,
                                      decode_control, frame_count)
@@ -204,7 +205,7 @@ class InstanceState:
         """The bucket's rows: this task's (``chain``: its share of a chain's process, in ``user``)."""
         row = self.metrics_row(now, interval, unread_bytes, clock)
         if chain is not None:
-            row.user = json.dumps({**json.loads(row.user), "__chain": chain})
+            row.user = json.dumps({**json.loads(row.user), CHAIN: chain})
         return [row]
 
     def close(self) -> None:

@@ -1,11 +1,19 @@
 """Configuration: registry, precedence of layers, command-line parsing."""
+import os
+import subprocess
+import sys
+
 import pytest
 from api_components import SinkBolt, WordSpout
 
 from squall import TopologyBuilder
 from squall.conf import ConfigError, base_config, parse_property, registry
 from squall.conf import resolve
-from squall.logical import component_config, with_overrides
+from squall.idl import replace
+from squall.logical import component_config, decode_config, encode_config, topology_config, with_overrides
+from squall.scheduler.launcher import with_cluster_layer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_every_key_has_a_type_default_and_doc():
@@ -58,8 +66,34 @@ def test_precedence_defaults_site_cluster_topology_component_cli(layered):
 def test_bad_value_in_cluster_file_names_file_and_key(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("topology.workers: many\n")
-    with pytest.raises(ConfigError, match=r"topology.workers \(.*bad.yaml\): expected an integer, got 'many'"):
+    with pytest.raises(ConfigError,
+                       match=r"topology.workers \(cluster config .*bad.yaml\): expected an integer, got 'many'"):
         base_config(str(bad))
+
+
+def test_the_cluster_layer_travels_in_the_plan_under_its_own_name(layered):
+    """Submit puts the cluster file's values in the plan's cluster layer, not in the topology's config: a
+    process resolving the stored plan gets them below the topology's keys, and an error names the layer."""
+    plan, base = layered
+    stored = with_cluster_layer(plan, base)
+    assert stored.config == plan.config
+    assert decode_config(stored.cluster_config)["topology.workers"] == 3
+    assert component_config(stored, "s")["topology.workers"] == 3  # resolved without the cluster file
+    assert component_config(stored, "s")["squall.component.cpu"] == 0.3  # the topology's own key above it
+    broken = replace(stored, cluster_config=encode_config({"topology.workers": "many"}, "cluster config"))
+    with pytest.raises(ConfigError, match=r"topology.workers \(cluster config\): expected an integer, got 'many'"):
+        topology_config(broken)
+    with pytest.raises(ConfigError, match=r"topology.workers \(cluster config\)"):
+        component_config(broken, "b")
+
+
+def test_an_instance_reads_the_site_file_once():
+    """The configuration steps of an instance process's start read conf/squall.yaml once (bench/config_reads.py
+    counts the opens with an audit hook, in a fresh interpreter)."""
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "config_reads.py")], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith("resolves its configuration: 1"), done.stdout
 
 
 def test_missing_and_malformed_files(tmp_path):

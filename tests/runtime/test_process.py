@@ -13,10 +13,10 @@ from squall.idl import schema
 from squall.runtime.executor import wanted_processes
 from squall.loader import load_topology_file
 from squall.runtime.client import TMasterUnreachable, query_metrics
-from squall.runtime.metricsmgr import COLUMNS
+from squall.metrics_schema import FIELD_NAMES
 from squall.runtime.testing import LocalRun, hand_packing, write_state
 from squall.state import Kind, LocalStateManager
-from squall.topology import encode_config
+from squall.logical import encode_config
 
 
 def _setup(tmp_path, file, overrides, containers=2):
@@ -102,7 +102,7 @@ def test_word_topology_end_to_end(tmp_path, topo_path):
 
         _wait(lambda: {r["process"] for r in rows()} >= {"instance", "stmgr", "metricsmgr", "tmaster"}, 10, "rows", run)
         rows = rows()
-        assert rows and all(tuple(r) == COLUMNS for r in rows)
+        assert rows and all(tuple(r) == FIELD_NAMES for r in rows)
         assert {r["process"] for r in rows} >= {"instance", "stmgr", "metricsmgr"}
         assert any(r["process"] == "instance" and r["rss_mb"] > 0 for r in rows)
 

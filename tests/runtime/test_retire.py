@@ -15,7 +15,7 @@ from squall.loader import load_topology_file
 from squall.runtime.protocol import (BlockingConnection, check_hello, control_frame, data_frame,
                                      listen_socket, make_challenge)
 from squall.runtime.testing import hand_packing, state_file, write_state
-from squall.topology import encode_config
+from squall.logical import encode_config
 
 
 def test_instance_processes_what_is_in_its_socket_at_sigterm(tmp_path, topo_path):

@@ -4,7 +4,8 @@ import json
 
 from squall.idl import schema
 from squall.runtime.executor import ProcessSpec, diff, wanted_processes
-from squall.runtime.metricsmgr import COLUMNS, row_dict
+from squall.metrics_schema import FIELD_NAMES
+from squall.runtime.metricsmgr import row_dict
 from squall.runtime.tmaster import MetricsStore, PlanBuilder
 
 RES = schema.Resources(cpu=1.0, ram_mb=128, disk_mb=1)
@@ -61,7 +62,7 @@ def test_metrics_rows_have_the_documented_columns_and_totals():
                             process_latency_ms=None, complete_latency_ms=None, queue_depth=0,
                             backpressure_ms=0.0, user=json.dumps({"m": 1}), pid=1, container=1)
     line = row_dict(row, "t", "r", "h", (12.5, 30.0, 2), {3: (0.5, 256)})
-    assert tuple(line) == COLUMNS and line["cpu_requested"] == 0.5 and line["user"] == {"m": 1}
+    assert tuple(line) == FIELD_NAMES and line["cpu_requested"] == 0.5 and line["user"] == {"m": 1}
     store = MetricsStore()
     store.add(row)
     store.add(row)
@@ -76,7 +77,7 @@ def test_columns_match_docs_metrics_md():
 
     doc = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "metrics.md")
     names = re.findall(r"^\| `([a-z_]+)` \|", open(doc).read(), re.M)
-    assert tuple(names) == COLUMNS
+    assert tuple(names) == FIELD_NAMES
 
 
 def test_spout_burst_stops_at_the_first_complete_batch():
