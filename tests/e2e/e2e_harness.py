@@ -6,7 +6,6 @@ killed afterwards and reported as a failure.
 import glob
 import json
 import os
-import sys
 import uuid
 from collections import Counter
 
@@ -17,7 +16,6 @@ from squall.cli import main
 from squall.testing import wait_until  # noqa: F401  (the one wait helper; tests import it from here too)
 
 TOPOLOGIES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "topologies")
-sys.path.insert(0, TOPOLOGIES)  # shared helpers of the test topologies (corpus.py)
 
 
 class LocalCluster:

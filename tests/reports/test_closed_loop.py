@@ -13,15 +13,11 @@ sustains it is at least 2, and a recommendation of at most 4 is at most twice th
 from __future__ import annotations
 
 import json
-import os
-import sys
 
 import pytest
+from e2e_harness import cluster  # noqa: F401
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
-from e2e_harness import cluster  # noqa: E402,F401
-
-from .closed_loop import Case, apply_and_measure, overload_and_report  # noqa: E402
+from .closed_loop import Case, apply_and_measure, overload_and_report
 
 CASES = [
     pytest.param(Case("io_bound", "wait", 1000.0), "waiting", 4, id="io-bound"),

@@ -10,9 +10,9 @@ import urllib.request
 import psutil
 import pytest
 
+from squall.testing import wait_until  # noqa: F401  (the UI tests import it from here too)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
-from e2e_harness import wait_until  # noqa: E402,F401  (the UI tests' too)
 
 TOPOLOGY = os.path.join(HERE, "topologies", "ui_words.py")
 TOKEN = "ui-test-token"

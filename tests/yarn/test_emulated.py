@@ -12,10 +12,9 @@ from squall.cli import main
 from squall.state import Kind, member, open_state_manager
 from squall.state.status import topology_health
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from e2e_harness import TOPOLOGIES, summed_counts, wait_until  # noqa: E402
-from corpus import expected  # noqa: E402
-from emulator import EmulatedApplication, group_alive  # noqa: E402
+from corpus import expected
+from e2e_harness import TOPOLOGIES, summed_counts, wait_until
+from emulator import EmulatedApplication, group_alive
 
 SENTENCES = 300
 
