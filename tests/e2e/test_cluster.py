@@ -132,6 +132,7 @@ def test_a_killed_executor_comes_back_and_the_topology_completes_exactly(zk_clus
     executor = process_pid(zk_cluster, "wc_update", victim, "executor")
     instances = {p["pid"] for p in shown(zk_cluster, "wc_update")["processes"]
                  if p["container"] == victim and p["process"].startswith("instance")}
+    assert instances, f"container {victim} shows no instance: nothing to see replaced"
     os.kill(executor, signal.SIGKILL)
     seen = set()
 

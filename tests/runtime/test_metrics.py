@@ -14,9 +14,9 @@ import types
 from squall.idl import schema
 from squall.runtime.metricsmgr import MetricsManager
 from squall.runtime.protocol import control_frame
-from squall.runtime.testing import LocalRun
+from squall.testing.executors import LocalRun
 
-from test_process import _setup, _wait
+from test_process import _setup
 
 BUSY, IDLE = 1, 2  # task ids of the two reporting processes' rows
 
@@ -56,7 +56,7 @@ def test_busy_process_reports_its_cpu_in_every_bucket(tmp_path):
     assert all(busy > idle >= 0 for busy, idle in zip(busy_cpu, idle_cpu)), (busy_cpu, idle_cpu)
 
 
-def test_busy_instance_reports_clearly_nonzero_cpu(tmp_path, topo_path):
+def test_busy_instance_reports_its_cpu(tmp_path, topo_path):
     plan, packing, root, run_dir, out = _setup(tmp_path, topo_path("rt_busy.py"), {}, containers=1)
     run = LocalRun(plan.name, root, run_dir, [c.id for c in packing.containers]).start()
 
@@ -66,7 +66,7 @@ def test_busy_instance_reports_clearly_nonzero_cpu(tmp_path, topo_path):
 
     try:
         run.wait_pplan(40)
-        _wait(lambda: len(spout_rows()) >= 6, 30, "six metrics rows of the busy spout", run)
+        run.wait_until(lambda: len(spout_rows()) >= 6, 30, "six metrics rows of the busy spout")
         cpu = [r["cpu_percent"] for r in spout_rows()]
     finally:
         run.stop()

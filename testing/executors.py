@@ -1,7 +1,8 @@
-"""A test harness for the runtime: write a topology's state as the launcher
-would and run its executors with the contract's exact command.
+"""A harness for tests below the scheduler: write a topology's state as the launcher would and run its
+executors with the runtime contract's exact command, as the local scheduler does.
 
-Used by tests/runtime and bench/; not imported by the runtime processes.
+Used by tests/runtime; not imported by the runtime processes (it was ``squall.runtime.testing``: a test
+harness waits with ``squall.testing.wait_until``, which the runtime layer may not import).
 """
 from __future__ import annotations
 
@@ -11,17 +12,20 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any, Optional
+from typing import Callable, Dict, List, Optional, TypeVar
 
 from squall.idl import schema
+from squall.testing.wait import wait_until
+
+T = TypeVar("T")
 
 
-def hand_packing(topology: Any, containers: int, plan_id: str = "test-plan") -> Any:
+def hand_packing(topology: schema.Topology, containers: int, plan_id: str = "test-plan") -> schema.PackingPlan:
     """Round-robin the tasks of ``topology`` over containers 1..N (task ids as squall.logical.task_ids)."""
     from squall.logical import task_ids
 
     res = schema.Resources(cpu=0.5, ram_mb=256, disk_mb=256)
-    boxes: dict = {c: [] for c in range(1, containers + 1)}
+    boxes: Dict[int, List[schema.InstancePlan]] = {c: [] for c in range(1, containers + 1)}
     k = 0
     for component, tasks in sorted(task_ids(topology).items()):
         for index, task in enumerate(tasks):
@@ -34,7 +38,8 @@ def hand_packing(topology: Any, containers: int, plan_id: str = "test-plan") -> 
                     for c, insts in boxes.items() if insts])
 
 
-def write_state(state_root: str, run_dir: str, topology: Any, packing: Any) -> Any:
+def write_state(state_root: str, run_dir: str, topology: schema.Topology,
+                packing: schema.PackingPlan) -> schema.ExecutionState:
     """Topology, packing plan and execution state records, plus the run folder and its state address file."""
     from squall.state import Kind, LocalStateManager, StateAddress
 
@@ -56,7 +61,7 @@ def state_file(run_dir: str) -> str:
     return os.path.join(run_dir, "state.json")
 
 
-def executor_command(name: str, container: int, run_dir: str, python: Optional[str] = None) -> list:
+def executor_command(name: str, container: int, run_dir: str, python: Optional[str] = None) -> List[str]:
     """The runtime contract's command (as ``squall.scheduler.supervisor.executor_command``)."""
     return [python or sys.executable, "-m", "squall.runtime.executor", "--topology", name, "--container",
             str(container), "--state", state_file(run_dir)]
@@ -65,10 +70,10 @@ def executor_command(name: str, container: int, run_dir: str, python: Optional[s
 class LocalRun:
     """Executors of containers 0..N as detached process groups, like the local scheduler."""
 
-    def __init__(self, name: str, state_root: str, run_dir: str, containers: list):
+    def __init__(self, name: str, state_root: str, run_dir: str, containers: List[int]):
         self.name, self.state_root, self.run_dir = name, state_root, run_dir
         self.containers = [0] + [c for c in containers if c != 0]
-        self.procs: dict = {}
+        self.procs: Dict[int, subprocess.Popen] = {}
 
     def start(self) -> "LocalRun":
         for c in self.containers:
@@ -82,23 +87,34 @@ class LocalRun:
             self.procs[c] = subprocess.Popen(executor_command(self.name, c, self.run_dir), stdout=logf,
                                              stderr=subprocess.STDOUT, start_new_session=True)
 
-    def wait_pplan(self, timeout: float = 30.0, predicate: Any = None) -> Any:
+    def wait_until(self, predicate: Callable[[], T], timeout: float, what: str) -> T:
+        """``squall.testing.wait_until``, with the tails of the run's logs in the message when it times out."""
+        try:
+            return wait_until(predicate, timeout, what, interval=0.1)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{self.logs()}") from None
+
+    def wait_pplan(self, timeout: float = 30.0,
+                   predicate: Optional[Callable[[schema.PhysicalPlan], bool]] = None) -> schema.PhysicalPlan:
+        """The physical plan once it places every task of the current packing plan (and ``predicate``
+        holds); an executor exiting with an error ends the wait at once."""
         from squall.state import Kind, LocalStateManager
 
         state = LocalStateManager(self.state_root)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            pplan = state.get(Kind.PHYSICAL_PLAN, self.name)
-            packing = state.get(Kind.PACKING_PLAN, self.name)
-            if pplan is not None and packing is not None and pplan.packing_plan_id == packing.id:
-                want = {i.id.task_id for c in packing.containers for i in c.instances}
-                if {i.id.task_id for i in pplan.instances} == want and (predicate is None or predicate(pplan)):
-                    return pplan
+
+        def complete() -> Optional[schema.PhysicalPlan]:
             for c, p in self.procs.items():
                 if p.poll() is not None and p.returncode != 0:
                     raise RuntimeError(f"executor of container {c} exited with {p.returncode}:\n{self.logs()}")
-            time.sleep(0.1)
-        raise TimeoutError(f"no complete physical plan within {timeout}s:\n{self.logs()}")
+            pplan = state.get(Kind.PHYSICAL_PLAN, self.name)
+            packing = state.get(Kind.PACKING_PLAN, self.name)
+            if pplan is None or packing is None or pplan.packing_plan_id != packing.id:
+                return None
+            want = {i.id.task_id for c in packing.containers for i in c.instances}
+            placed = {i.id.task_id for i in pplan.instances} == want
+            return pplan if placed and (predicate is None or predicate(pplan)) else None
+
+        return self.wait_until(complete, timeout, "a complete physical plan")
 
     def logs(self, tail: int = 30) -> str:
         out = []
