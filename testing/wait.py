@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float = 60.0, what: str = "condition",
-               interval: float = 0.1) -> Any:
+def wait_until(predicate: Callable[[], T], timeout: float = 60.0, what: str = "condition",
+               interval: float = 0.1) -> T:
     """Call ``predicate`` until it returns something true, and return that; after ``timeout`` seconds raise
     ``AssertionError`` naming ``what`` was waited for. No fixed sleep places an event: the test goes on as
     soon as the condition holds."""

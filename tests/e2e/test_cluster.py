@@ -64,7 +64,7 @@ def quiesce(cluster, name, out):
 def finish_exactly(cluster, name, out, sentences=SENTENCES):
     expected = expected_words(sentences)
     wait_until(lambda: words_total(out) >= sum(expected.values()), timeout=120, what="every word to be counted")
-    time.sleep(1.0)  # anything extra (duplicates) would arrive now
+    time.sleep(1.0)  # the window in which a duplicate would arrive: nothing signals that none is coming
     assert counted(out) == expected
     assert status(cluster, name) == "RUNNING"
 

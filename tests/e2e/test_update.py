@@ -32,7 +32,7 @@ def test_update_scales_a_bolt_up_and_down_with_exact_counts(cluster, tmp_path):
 
     expected = expected_words(1500)
     wait_until(lambda: sum(counted(out).values()) >= sum(expected.values()), timeout=90, what="all words counted")
-    time.sleep(1.0)
+    time.sleep(1.0)  # the window in which a duplicate would arrive: nothing signals that none is coming
     assert counted(out) == expected
     cluster.squall("kill", "wc_update")
 
@@ -57,7 +57,7 @@ def test_an_update_that_splits_a_chain_replaces_its_process_and_counts_stay_exac
 
     expected = expected_words(1500)
     wait_until(lambda: sum(counted(out).values()) >= sum(expected.values()), timeout=90, what="all words counted")
-    time.sleep(1.0)
+    time.sleep(1.0)  # the window in which a duplicate would arrive: nothing signals that none is coming
     assert counted(out) == expected
     cluster.squall("kill", "wc_update")
 
@@ -93,7 +93,7 @@ def test_update_past_the_container_caps_adds_containers_and_resizes_instances(cl
 
     expected = expected_words(1500)
     wait_until(lambda: sum(counted(out).values()) >= sum(expected.values()), timeout=90, what="all words counted")
-    time.sleep(1.0)
+    time.sleep(1.0)  # the window in which a duplicate would arrive: nothing signals that none is coming
     assert counted(out) == expected
     cluster.squall("kill", "wc_update")
 
