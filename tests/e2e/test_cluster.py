@@ -17,7 +17,7 @@ from e2e_harness import records_left, summed_counts as counted, wait_until
 from squall.state import Kind
 from squall.state.status import alive
 
-SENTENCES = 1500
+SENTENCES = 600  # of wc_update's corpus: 6 s at its 100 sentences/s, 10 s at 60/s, across every fault here
 
 
 def shown(cluster, name):
@@ -72,7 +72,7 @@ def finish_exactly(cluster, name, out, sentences=SENTENCES):
 def test_word_count_on_zookeeper_with_every_command(zk_cluster, tmp_path):
     out = str(tmp_path / "out")
     os.mkdir(out)
-    zk_cluster.submit("wc_update", f"e2e.out.dir={out}")
+    zk_cluster.submit("wc_update", f"e2e.out.dir={out}", f"e2e.sentences={SENTENCES}")
     assert status(zk_cluster, "wc_update") == "RUNNING"
     data = shown(zk_cluster, "wc_update")
     assert data["status"] == "RUNNING" and data["reasons"] == []
@@ -125,7 +125,7 @@ def test_word_count_on_zookeeper_with_every_command(zk_cluster, tmp_path):
 def test_a_killed_executor_comes_back_and_the_topology_completes_exactly(zk_cluster, tmp_path):
     out = str(tmp_path / "out")
     os.mkdir(out)
-    zk_cluster.submit("wc_update", f"e2e.out.dir={out}")
+    zk_cluster.submit("wc_update", f"e2e.out.dir={out}", f"e2e.sentences={SENTENCES}")
     victim = container_without_spout(zk_cluster, "wc_update")
     wait_until(lambda: words_total(out) > 200, what="words to be counted")
     quiesce(zk_cluster, "wc_update", out)
@@ -151,6 +151,8 @@ def test_a_killed_executor_comes_back_and_the_topology_completes_exactly(zk_clus
     zk_cluster.squall("activate", "wc_update")
     finish_exactly(zk_cluster, "wc_update", out)
     zk_cluster.squall("kill", "wc_update")
+    finish_exactly(zk_cluster, "wc_update", out)
+    zk_cluster.squall("kill", "wc_update")
 
 
 def _leader(cluster, name):
@@ -164,7 +166,7 @@ def _leader(cluster, name):
 def test_the_standby_topology_master_takes_over_while_tuples_keep_flowing(zk_cluster, tmp_path):
     out = str(tmp_path / "out")
     os.mkdir(out)
-    zk_cluster.submit("wc_update", f"e2e.out.dir={out}", "squall.tmaster.candidates=2",
+    zk_cluster.submit("wc_update", f"e2e.out.dir={out}", f"e2e.sentences={SENTENCES}", "squall.tmaster.candidates=2",
                       "e2e.sentences.per.sec=60")
     leader, pplan = _leader(zk_cluster, "wc_update")
     assert pplan.tmaster == leader
@@ -205,7 +207,7 @@ def test_a_leader_whose_session_expires_stops_serving_before_the_standby_leads(z
     the standby leads. When the old leader runs again it serves nothing: its lease ran out."""
     out = str(tmp_path / "out")
     os.mkdir(out)
-    zk_cluster.submit("wc_update", f"e2e.out.dir={out}", "squall.tmaster.candidates=2",
+    zk_cluster.submit("wc_update", f"e2e.out.dir={out}", f"e2e.sentences={SENTENCES}", "squall.tmaster.candidates=2",
                       "e2e.sentences.per.sec=60")
     leader, _ = _leader(zk_cluster, "wc_update")
     logs = os.path.join(zk_cluster.run_dir("wc_update"), "logs", "container-0")
@@ -256,7 +258,8 @@ def test_a_process_crashing_past_its_budget_fails_the_topology(cluster, tmp_path
 def test_metrics_survive_a_metrics_manager_restart(cluster, tmp_path):
     out = str(tmp_path / "out")
     os.mkdir(out)
-    cluster.submit("wc_update", f"e2e.out.dir={out}", "topology.builtin.metrics.bucket.size.secs=0.5")
+    cluster.submit("wc_update", f"e2e.out.dir={out}", f"e2e.sentences={SENTENCES}",
+                   "topology.builtin.metrics.bucket.size.secs=0.5")
     wait_until(lambda: words_total(out) > 200, what="words to be counted")
     for container in (1, 2):
         os.kill(process_pid(cluster, "wc_update", container, "metricsmgr"), signal.SIGKILL)
