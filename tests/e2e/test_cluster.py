@@ -151,8 +151,6 @@ def test_a_killed_executor_comes_back_and_the_topology_completes_exactly(zk_clus
     zk_cluster.squall("activate", "wc_update")
     finish_exactly(zk_cluster, "wc_update", out)
     zk_cluster.squall("kill", "wc_update")
-    finish_exactly(zk_cluster, "wc_update", out)
-    zk_cluster.squall("kill", "wc_update")
 
 
 def _leader(cluster, name):
