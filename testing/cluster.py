@@ -10,19 +10,12 @@ import os
 import shutil
 import sys
 import tempfile
-from typing import TYPE_CHECKING, List, Mapping, Optional, Union
+from typing import Any, Mapping, Optional
 
 from squall.conf import base_config
 from squall.logical import with_overrides
 from squall.scheduler import launcher, manager
-from squall.idl import schema
-from squall.state import StateManager, make_state_manager
-from squall.topology import Topology
-
-if TYPE_CHECKING:
-    from squall.streamlet import Builder
-
-TopologyLike = Union[Topology, schema.Topology, "Builder"]  # what submit and complete_topology take
+from squall.state import make_state_manager
 
 
 class LocalCluster:
@@ -32,8 +25,8 @@ class LocalCluster:
         self._own_home = home is None
         self.home = os.path.abspath(home) if home else ""
         self.config_path = config_path
-        self.state: Optional[StateManager] = None
-        self.submitted: List[str] = []
+        self.state: Any = None
+        self.submitted: list = []
         self._saved_env: dict = {}
 
     # life --------------------------------------------------------------------------------
@@ -75,7 +68,7 @@ class LocalCluster:
         os.environ[key] = value
 
     # topologies ------------------------------------------------------------------------------
-    def submit(self, topology: TopologyLike, config: Optional[Mapping[str, object]] = None) -> str:
+    def submit(self, topology: Any, config: Optional[Mapping[str, Any]] = None) -> str:
         """Launch ``topology`` (a built ``Topology``, its logical plan, or a streamlet ``Builder``) with
         ``config`` over its own (as ``--config-property``), and wait until every instance runs. Returns
         its name."""
@@ -113,7 +106,7 @@ class LocalCluster:
 
         return query_metrics(self.state, name)
 
-    def _import_roots(self, plan: schema.Topology) -> None:
+    def _import_roots(self, plan: Any) -> None:
         """Every process imports the topology's classes by name: the folders their modules were imported
         from go on ``PYTHONPATH`` (a test module's folder is on ``sys.path`` only in the test's process)."""
         roots = []
@@ -133,8 +126,9 @@ class LocalCluster:
             self._set_env("PYTHONPATH", os.pathsep.join(added + known))
 
 
-def _plan_of(topology: TopologyLike) -> schema.Topology:
+def _plan_of(topology: Any) -> Any:
     from squall.streamlet import Builder
+    from squall.topology import Topology
 
     if isinstance(topology, Builder):
         topology = topology.build()

@@ -19,13 +19,13 @@ from __future__ import annotations
 import os
 import tempfile
 from collections import defaultdict
-from typing import Dict, List, Mapping, Optional, Sequence, Set
+from typing import Any, Mapping, Optional, Sequence
 
 import msgpack
 
-from squall.component import Bolt, Spout, TopologyContext, Tuple
+from squall.component import Bolt, Spout
 from squall.idl import replace, schema
-from squall.testing.cluster import LocalCluster, TopologyLike, _plan_of
+from squall.testing.cluster import LocalCluster, _plan_of
 from squall.testing.wait import wait_until
 from squall.topology import encode_config
 
@@ -37,8 +37,8 @@ class MockedSpout(Spout):
     """Emits its share of ``mocked-<component>.msgpack`` (in ``testing.dir``), each with an id; writes
     ``done-<component>-<task>`` once every one is acked."""
 
-    def initialize(self, config: Mapping[str, object], context: TopologyContext) -> None:
-        self.dir = str(config[DIR_KEY])
+    def initialize(self, config: Mapping[str, Any], context: Any) -> None:
+        self.dir = config[DIR_KEY]
         component = context.get_component_id()
         tasks = context.get_component_tasks(component)
         index = tasks.index(context.get_task_id())
@@ -46,7 +46,7 @@ class MockedSpout(Spout):
             values = msgpack.unpackb(f.read(), raw=False)
         self.values = {i: values[i] for i in range(index, len(values), len(tasks))}
         self.queue = sorted(self.values)
-        self.pending: Set[object] = set()
+        self.pending: set = set()
         self.marker = os.path.join(self.dir, f"done-{component}-{context.get_task_id()}")
 
     def next_tuple(self) -> None:
@@ -56,11 +56,11 @@ class MockedSpout(Spout):
             self.emit(self.values[i], tup_id=i)
         self._done()
 
-    def ack(self, tup_id: object) -> None:
+    def ack(self, tup_id: Any) -> None:
         self.pending.discard(tup_id)
         self._done()
 
-    def fail(self, tup_id: object) -> None:
+    def fail(self, tup_id: Any) -> None:
         self.pending.discard(tup_id)
         self.queue.append(tup_id)
 
@@ -74,11 +74,11 @@ class CaptureBolt(Bolt):
     """Writes every tuple it gets (component, stream, task, values) to ``captured-<task>.msgpack`` in
     ``testing.dir`` before it is acked."""
 
-    def initialize(self, config: Mapping[str, object], context: TopologyContext) -> None:
-        self.file = open(os.path.join(str(config[DIR_KEY]), f"captured-{context.get_task_id()}.msgpack"), "ab")
+    def initialize(self, config: Mapping[str, Any], context: Any) -> None:
+        self.file = open(os.path.join(config[DIR_KEY], f"captured-{context.get_task_id()}.msgpack"), "ab")
         self.pack = msgpack.Packer(use_bin_type=True).pack
 
-    def process(self, tup: Tuple) -> None:
+    def process(self, tup: Any) -> None:
         if tup.is_tick:
             return
         self.file.write(self.pack([tup.component, tup.stream, tup.task, list(tup.values)]))
@@ -106,8 +106,8 @@ class CompletedTopology:
         return f"CompletedTopology({counts})"
 
 
-def complete_topology(topology: TopologyLike, mocked: Mapping[str, Sequence[Sequence[object]]],
-                      config: Optional[Mapping[str, object]] = None, timeout: float = 60.0,
+def complete_topology(topology: Any, mocked: Mapping[str, Sequence[Sequence[Any]]],
+                      config: Optional[Mapping[str, Any]] = None, timeout: float = 60.0,
                       cluster: Optional[LocalCluster] = None) -> CompletedTopology:
     """Run ``topology`` with the spouts named in ``mocked`` emitting the given values (lists of field
     values, msgpack-able) until every tuple they cause is processed; return what each component
@@ -145,7 +145,7 @@ def complete_topology(topology: TopologyLike, mocked: Mapping[str, Sequence[Sequ
             cluster.close()
 
 
-def _with_mocks_and_capture(plan: schema.Topology, mocked: Set[str]) -> schema.Topology:
+def _with_mocks_and_capture(plan: Any, mocked: set) -> Any:
     """The plan with each mocked spout's class replaced and a capture bolt on every stream."""
     names = {c.name for c in plan.components}
     capture = next(n for n in (CAPTURE, *(f"{CAPTURE}_{k}" for k in range(1, 100))) if n not in names)

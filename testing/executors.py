@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Callable, Dict, List, Optional, TypeVar
+from typing import Any, Callable, Optional, TypeVar
 
 from squall.idl import schema
 from squall.testing.wait import wait_until
@@ -20,12 +20,12 @@ from squall.testing.wait import wait_until
 T = TypeVar("T")
 
 
-def hand_packing(topology: schema.Topology, containers: int, plan_id: str = "test-plan") -> schema.PackingPlan:
+def hand_packing(topology: Any, containers: int, plan_id: str = "test-plan") -> Any:
     """Round-robin the tasks of ``topology`` over containers 1..N (task ids as squall.logical.task_ids)."""
     from squall.logical import task_ids
 
     res = schema.Resources(cpu=0.5, ram_mb=256, disk_mb=256)
-    boxes: Dict[int, List[schema.InstancePlan]] = {c: [] for c in range(1, containers + 1)}
+    boxes: dict = {c: [] for c in range(1, containers + 1)}
     k = 0
     for component, tasks in sorted(task_ids(topology).items()):
         for index, task in enumerate(tasks):
@@ -38,8 +38,7 @@ def hand_packing(topology: schema.Topology, containers: int, plan_id: str = "tes
                     for c, insts in boxes.items() if insts])
 
 
-def write_state(state_root: str, run_dir: str, topology: schema.Topology,
-                packing: schema.PackingPlan) -> schema.ExecutionState:
+def write_state(state_root: str, run_dir: str, topology: Any, packing: Any) -> Any:
     """Topology, packing plan and execution state records, plus the run folder and its state address file."""
     from squall.state import Kind, LocalStateManager, StateAddress
 
@@ -61,7 +60,7 @@ def state_file(run_dir: str) -> str:
     return os.path.join(run_dir, "state.json")
 
 
-def executor_command(name: str, container: int, run_dir: str, python: Optional[str] = None) -> List[str]:
+def executor_command(name: str, container: int, run_dir: str, python: Optional[str] = None) -> list:
     """The runtime contract's command (as ``squall.scheduler.supervisor.executor_command``)."""
     return [python or sys.executable, "-m", "squall.runtime.executor", "--topology", name, "--container",
             str(container), "--state", state_file(run_dir)]
@@ -70,10 +69,10 @@ def executor_command(name: str, container: int, run_dir: str, python: Optional[s
 class LocalRun:
     """Executors of containers 0..N as detached process groups, like the local scheduler."""
 
-    def __init__(self, name: str, state_root: str, run_dir: str, containers: List[int]):
+    def __init__(self, name: str, state_root: str, run_dir: str, containers: list):
         self.name, self.state_root, self.run_dir = name, state_root, run_dir
         self.containers = [0] + [c for c in containers if c != 0]
-        self.procs: Dict[int, subprocess.Popen] = {}
+        self.procs: dict = {}
 
     def start(self) -> "LocalRun":
         for c in self.containers:

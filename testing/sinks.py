@@ -13,7 +13,7 @@ import glob
 import json
 import os
 from collections import Counter
-from typing import Dict, Hashable, Mapping
+from typing import Any, Mapping
 
 from squall.component import TopologyContext, Tuple
 from squall.stateful import KeyValueState, StatefulBolt
@@ -24,15 +24,15 @@ OUT_KEY = "testing.out.dir"
 class CommittedCounts(StatefulBolt):
     """Counts ``key(tup)`` (by default its first value) at EFFECTIVELY_ONCE, committing at each checkpoint."""
 
-    def key(self, tup: Tuple) -> Hashable:
+    def key(self, tup: Tuple) -> Any:
         return tup.values[0]
 
-    def initialize(self, config: Mapping[str, object], context: TopologyContext) -> None:
-        self.out = os.path.join(str(config[OUT_KEY]), f"count-{context.get_task_id()}.json")
+    def initialize(self, config: Mapping[str, Any], context: TopologyContext) -> None:
+        self.out = os.path.join(config[OUT_KEY], f"count-{context.get_task_id()}.json")
 
     def init_state(self, state: KeyValueState) -> None:
         self.state = state
-        self.pending: Dict[int, Dict[Hashable, int]] = {}
+        self.pending: dict = {}
 
     def process(self, tup: Tuple) -> None:
         key = self.key(tup)
@@ -53,7 +53,7 @@ class CommittedCounts(StatefulBolt):
         os.replace(tmp, self.out)
 
 
-def committed_counts(folder: str) -> tuple[int, Counter]:
+def committed_counts(folder: str) -> tuple:
     """(checkpoint, Counter) of the newest checkpoint the ``CommittedCounts`` tasks writing to ``folder``
     have committed (0 and nothing before the first)."""
     files = []
