@@ -30,7 +30,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("case, basis, most", CASES)
-def test_applied_report_sustains_its_target(cluster, spark, tmp_path, case, basis, most):  # noqa: F811
+def test_a_report_for_a_target_rate_is_applied_as_recommended(cluster, spark, tmp_path, case, basis, most):  # noqa: F811
     try:
         loop = overload_and_report(cluster.squall, cluster.home, spark, case, str(tmp_path / "report"))
         rec = loop.recommendation
