@@ -123,8 +123,8 @@ def test_word_count_on_zookeeper_with_every_command(zk_cluster, tmp_path):
 
 
 def test_a_killed_executor_comes_back_and_the_topology_completes_exactly(zk_cluster, tmp_path):
-    """wc_update's own 1,500 sentences, not this module's 600: with 600 the count once completed (under heavy
-    load) while the status still said DEGRADED after the container's recovery."""
+    """wc_update's own 1,500 sentences, not this module's 600: with 600 the count once completed while the
+    status still said DEGRADED after the container's recovery."""
     out = str(tmp_path / "out")
     os.mkdir(out)
     zk_cluster.submit("wc_update", f"e2e.out.dir={out}")
@@ -142,13 +142,14 @@ def test_a_killed_executor_comes_back_and_the_topology_completes_exactly(zk_clus
         seen.add(status(zk_cluster, "wc_update"))
         data = shown(zk_cluster, "wc_update")
         fresh = process_pid(zk_cluster, "wc_update", victim, "executor")
-        return data["status"] == "PAUSED" and fresh not in (None, executor)
+        listed = {p["pid"] for p in data["processes"]
+                  if p["container"] == victim and p["process"].startswith("instance")}
+        return listed if data["status"] == "PAUSED" and fresh not in (None, executor) else None
 
-    wait_until(back, timeout=60, interval=0.3, what="the container to come back")
+    # back: a new executor, PAUSED again, and its instances listed (seen missing just after the executor)
+    now = wait_until(back, timeout=60, interval=0.3, what="the container and its instances to come back")
     assert "DEGRADED" in seen or "SUBMITTED" in seen, f"status while the container was down: {seen}"
-    now = {p["pid"] for p in shown(zk_cluster, "wc_update")["processes"]
-           if p["container"] == victim and p["process"].startswith("instance")}
-    assert now and not now & instances, "the container's instances were not replaced"
+    assert not now & instances, "the container's instances were not replaced"
     assert not any(alive(pid) for pid in instances)
     zk_cluster.squall("activate", "wc_update")
     finish_exactly(zk_cluster, "wc_update", out, sentences=1500)
