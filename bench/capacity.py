@@ -4,7 +4,9 @@ For an I/O-bound and a CPU-bound bolt (tests/reports/topologies): run overloaded
 at a target rate, report with ``--target-rate``, apply with ``squall update
 --from-report``, then measure
 
-- at the target: the throughput the plan was predicted to carry (the target:
+- overloaded at parallelism 1: the bolt's throughput as a ratio to the target (below 1: there is
+  something to plan; tests/reports/test_closed_loop.py asserts the plan, this measures the rates);
+- at the target: the spout's rate and the throughput the plan was predicted to carry (the target:
   parallelism × capacity per instance is above it) against what it carries;
 - overloaded at the recommended parallelism (the spout offered twice the
   prediction): the predicted throughput, parallelism × capacity per instance,
@@ -27,6 +29,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "reports"))
 
 import closed_loop as cl  # noqa: E402
 
+from squall.testing import wait_until  # noqa: E402
+
 CASES = (cl.Case("io_bound", "wait", 1000.0), cl.Case("cpu_bound", "compute", 400.0))
 
 
@@ -48,7 +52,7 @@ def saturated(loop: cl.Loop, case: cl.Case, rate_file: str, offered: float, sett
     start = time.time() + settle
     end = start + window
     wanted = loop.recommendation["recommended_parallelism"]
-    cl.wait_for(lambda: cl.covered(loop.run_dir, case.bolt, end) >= wanted, 60, "every task past the window")
+    wait_until(lambda: cl.covered(loop.run_dir, case.bolt, end) >= wanted, 60, "every task past the window")
     return cl.rate(loop.run_dir, case.bolt, start, end)
 
 
@@ -80,15 +84,16 @@ def main() -> None:
     finally:
         spark.stop()
     print(f"capacity report, closed loop ({os.cpu_count()} cores)")
-    print("| bolt | basis | overloaded at 1 | recommended | capacity/instance | target | carried at target | error "
-          "| predicted at recommended | measured overloaded | error |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| bolt | basis | overloaded at 1 (of target) | recommended | capacity/instance | target "
+          "| spout at target | carried at target | error | predicted at recommended | measured overloaded | error |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
         case, loop = r["case"], r["loop"]
         rec = loop.recommendation
         print(f"| {case.topology}.{case.bolt} | {rec['capacity_basis']} | {loop.before:,.0f}/s "
-              f"| {rec['recommended_parallelism']} | {rec['capacity_per_instance']:,.0f}/s | {case.target:,.0f}/s "
-              f"| {loop.after:,.0f}/s | {100 * (loop.after - case.target) / case.target:+.1f}% "
+              f"({loop.before / case.target:.2f}) | {rec['recommended_parallelism']} "
+              f"| {rec['capacity_per_instance']:,.0f}/s | {case.target:,.0f}/s "
+              f"| {loop.spout_after:,.0f}/s ({loop.spout_after / case.target:.2f}) | {loop.after:,.0f}/s | {100 * (loop.after - case.target) / case.target:+.1f}% "
               f"| {r['predicted']:,.0f}/s | {r['measured']:,.0f}/s "
               f"| {100 * (r['measured'] - r['predicted']) / r['predicted']:+.1f}% |")
 

@@ -29,7 +29,6 @@ ratios are to the round's own baseline (this machine's figures drift from minute
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import shutil

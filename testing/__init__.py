@@ -7,6 +7,10 @@
 - ``squall.testing.sinks``: ``CommittedCounts``, a two-phase counting sink for effectively-once tests, and
   ``committed_counts`` to read what it committed;
 - ``squall.testing.kafka.MockKafkaCluster``: a Kafka-protocol broker for tests;
+- ``squall.testing.processes.processes_under(home)``: the live processes of a Squall home (what a test
+  checks is gone after a kill);
+- ``squall.testing.executors``: below the scheduler, a topology's state written as the launcher writes it
+  and its executors run with the runtime contract's command (Squall's runtime tests);
 - a pytest plugin (``squall.testing.plugin``, loaded when Squall is installed): the fixtures
   ``squall_cluster``, ``squall_zookeeper`` and ``squall_zk_cluster``.
 """

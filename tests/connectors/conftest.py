@@ -1,15 +1,12 @@
 """The connectors' test broker: librdkafka's mock cluster in a helper process (one per test session), or the
 real cluster ``SQUALL_TEST_KAFKA=host:port`` names."""
-import os
-import sys
 import uuid
 
 import pytest
 
 from squall.testing.kafka import MockKafkaCluster, real_kafka
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
-from e2e_harness import cluster, zk_cluster  # noqa: E402,F401  (the local cluster fixtures)
+from e2e_harness import cluster, zk_cluster  # noqa: F401  (the local cluster fixtures)
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ killed afterwards and reported as a failure.
 import glob
 import json
 import os
-import sys
 import uuid
 from collections import Counter
 
@@ -15,9 +14,9 @@ import pytest
 
 from squall.cli import main
 from squall.testing import wait_until  # noqa: F401  (the one wait helper; tests import it from here too)
+from squall.testing.processes import processes_under
 
 TOPOLOGIES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "topologies")
-sys.path.insert(0, TOPOLOGIES)  # shared helpers of the test topologies (corpus.py)
 
 
 class LocalCluster:
@@ -49,14 +48,7 @@ class LocalCluster:
 
     def processes(self):
         """Live processes that belong to this cluster (their command names a file of its home)."""
-        root = self.home + os.sep
-        found = []
-        for p in psutil.process_iter(["cmdline", "status"]):
-            if p.info["status"] == psutil.STATUS_ZOMBIE:
-                continue
-            if root in " ".join(p.info["cmdline"] or []):
-                found.append(p)
-        return found
+        return processes_under(self.home)
 
     def run_dir(self, topology):
         runs = sorted(glob.glob(os.path.join(self.home, "topologies", topology, "*")))

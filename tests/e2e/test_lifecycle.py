@@ -5,9 +5,15 @@ import os
 import time
 
 import psutil
+from corpus import expected as expected_words
 from e2e_harness import summed_counts as counted, wait_until
 
 from squall.state import Kind, LocalStateManager
+
+
+def emitted(out):
+    """Sentences wc_update's spout tasks have emitted (each keeps its position in ``spout-<task>.pos``)."""
+    return sum(int(open(path).read() or 0) for path in glob.glob(os.path.join(out, "spout-*.pos")))
 
 
 def test_deactivate_stops_spouts_and_activate_resumes(cluster, tmp_path):
@@ -18,10 +24,12 @@ def test_deactivate_stops_spouts_and_activate_resumes(cluster, tmp_path):
     cluster.squall("deactivate", "wc_update")
     shown, _ = cluster.squall("show", "wc_update", "--json")
     assert json.loads(shown)["confirmed_status"] == "PAUSED"
-    time.sleep(1.5)  # in-flight tuples drain and the last tick writes them
-    paused = sum(counted(out).values())
-    time.sleep(2.0)
-    assert sum(counted(out).values()) == paused, "spouts kept emitting while deactivated"
+    wait_until(lambda: counted(out) == expected_words(emitted(out)), timeout=30,
+               what="every sentence emitted before the pause to be counted")
+    position, paused = emitted(out), sum(counted(out).values())
+    time.sleep(2.0)  # the window in which a paused spout would go on emitting: the behaviour under test
+    assert emitted(out) == position, "spouts kept emitting while deactivated"
+    assert sum(counted(out).values()) == paused
     cluster.squall("activate", "wc_update")
     wait_until(lambda: sum(counted(out).values()) > paused + 100, what="counting to resume")
     cluster.squall("kill", "wc_update")

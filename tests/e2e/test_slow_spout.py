@@ -3,7 +3,7 @@
 Heron's rule: a spout's burst ends on time as well as on size, so what it emitted leaves within the
 flush interval, and it reads its stream manager (a new physical plan) before its next emit. Without
 it, a spout sleeping 0.5 s a call held 64 calls' tuples (32 s), and a scale-down lost the tuples it
-kept routing to retired tasks.
+kept routing to retired tasks. The emit -> process latency itself is measured by bench/bounds.py.
 """
 import glob
 import json
@@ -37,14 +37,16 @@ def props(out, **config):
     return [f"e2e.out.dir={out}"] + [f"{k.replace('_', '.')}={v}" for k, v in config.items()]
 
 
-def test_a_spout_sleeping_half_a_second_a_call_gets_each_tuple_to_its_bolt_within_a_second(cluster, tmp_path):
+def test_a_spout_sleeping_half_a_second_a_call_gets_its_tuples_out_before_its_burst_ends(cluster, tmp_path):
+    """Ten ids, one per 0.5 s call: the first reaches its bolt while the spout is still emitting (a burst
+    held for its size would keep every id until the 64th call)."""
     out = str(tmp_path / "out")
     os.mkdir(out)
-    cluster.submit("slow_spout", *props(out, e2e_ids=6, e2e_sleep=0.5))
-    wait_until(lambda: len(seen(out)) == 6, timeout=30, what="six ids processed")
-    latencies = {i: max(v) for i, v in seen(out).items()}
-    assert sorted(latencies) == list(range(6))
-    assert all(latency < 1.0 for latency in latencies.values()), f"emit -> process, seconds: {latencies}"
+    cluster.submit("slow_spout", *props(out, e2e_ids=10, e2e_sleep=0.5))
+    wait_until(lambda: 0 in seen(out), timeout=30, what="the first id processed")
+    assert len(emitted(out)) < 10, "the first id reached its bolt only once the spout had emitted every id"
+    wait_until(lambda: len(seen(out)) == 10, timeout=30, what="ten ids processed")
+    assert {i: len(v) for i, v in seen(out).items()} == {i: 1 for i in range(10)}
     cluster.squall("kill", "slow_spout")
 
 

@@ -1,4 +1,5 @@
 """A topology that does not come up: submit kills what it started and names the failing process."""
+import glob
 import os
 
 import pytest
@@ -6,7 +7,14 @@ import pytest
 from squall.cli import main
 from squall.state import LocalStateManager
 
-from e2e_harness import TOPOLOGIES, records_left
+from e2e_harness import TOPOLOGIES, records_left, wait_until
+
+
+def crashed_once(cluster):
+    """never_up's instance has raised once (its traceback is in its log): the executor's backoff has begun."""
+    logs = glob.glob(os.path.join(cluster.home, "topologies", "never_up", "*", "logs", "container-1",
+                                  "instance-*-broken.log"))
+    return any("planted: cannot reach the source system" in open(path, errors="replace").read() for path in logs)
 
 
 def test_a_crash_looping_instance_fails_submit_at_once_with_its_traceback(cluster, capsys):
@@ -32,7 +40,6 @@ def test_interrupted_submit_leaves_nothing_running(cluster, signum, status):
     import signal
     import subprocess
     import sys
-    import time
 
     squall = os.path.join(os.path.dirname(sys.executable), "squall")
     submit = subprocess.Popen(
@@ -43,11 +50,8 @@ def test_interrupted_submit_leaves_nothing_running(cluster, signum, status):
         # non-interactive shell's `cmd &` ignores SIGINT, and Python then installs no KeyboardInterrupt)
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    deadline = time.monotonic() + 30
-    while not cluster.processes() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert cluster.processes(), "submit started nothing"
-    time.sleep(1.0)
+    wait_until(lambda: cluster.processes(), timeout=30, what="submit to start the topology's processes")
+    wait_until(lambda: crashed_once(cluster), timeout=30, what="the instance's first crash (then a 30 s backoff)")
     submit.send_signal(getattr(signal, signum))
     code = submit.wait(timeout=60)
     assert code == status, f"submit exited {code}: {submit.stderr.read()}"  # the why, should it ever differ

@@ -1,44 +1,25 @@
 """EFFECTIVELY_ONCE under faults and rescales: a stateful word count ends with every word counted once.
 
-The count bolt is a two-phase sink (tests/faults/topologies/stateful_count.py): its committed output is
-its state as of the newest complete checkpoint. Kills mid-run (the count bolt, a stream manager, a whole
+The count bolt is a two-phase sink (squall.testing.sinks.CommittedCounts in
+tests/faults/topologies/stateful_count.py): its committed output is its state as of the newest complete
+checkpoint, as ``committed_counts`` reads it. Kills mid-run (the count bolt, a stream manager, a whole
 container) and rescales (2 -> 5 -> 3 count tasks) roll every task back to the last complete checkpoint;
 the spouts resume from their saved positions. The final counts must equal plain Python's exactly: a
 tuple counted twice or lost shows as a difference.
 """
-import glob
 import json
 import os
 import signal
-import sys
-from collections import Counter
 
 import pytest
-
 from e2e_harness import wait_until
+from stateful_count import expected
+
+from squall.testing.sinks import OUT_KEY, committed_counts as committed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "topologies"))
-from stateful_count import expected  # noqa: E402
-
 SENTENCES = 8000
 TOTAL_WORDS = sum(expected(SENTENCES).values())
-
-
-def committed(out):
-    """(checkpoint, counts) of the newest checkpoint every current count task has committed."""
-    files = []
-    for path in glob.glob(os.path.join(out, "count-*.json")):
-        with open(path) as f:
-            files.append(json.load(f))
-    if not files:
-        return 0, Counter()
-    newest = max(f["checkpoint"] for f in files)
-    total = Counter()
-    for f in files:
-        if f["checkpoint"] == newest:
-            total.update(f["counts"])
-    return newest, total
 
 
 def words_committed(out):
@@ -84,7 +65,7 @@ def finish(cluster, out, tasks=None):
 
 def submit(cluster, out, *props):
     args = ["submit", os.path.join(HERE, "topologies", "stateful_count.py"),
-            "--config-property", f"state.out.dir={out}", "--config-property", f"state.sentences={SENTENCES}"]
+            "--config-property", f"{OUT_KEY}={out}", "--config-property", f"state.sentences={SENTENCES}"]
     for p in props:
         args += ["--config-property", p]
     cluster.squall(*args)
@@ -138,7 +119,7 @@ def test_at_least_once_a_stateful_bolt_rolled_back_loses_no_count(cluster, tmp_p
     out = str(tmp_path / "out")
     os.mkdir(out)
     cluster.squall("submit", os.path.join(HERE, "topologies", "stateful_reliable.py"),
-                   "--config-property", f"state.out.dir={out}", "--config-property", f"state.sentences={SENTENCES}")
+                   "--config-property", f"{OUT_KEY}={out}", "--config-property", f"state.sentences={SENTENCES}")
     done = progress(out, TOTAL_WORDS // 5, "before the kill")
     victim = next(p["pid"] for p in json.loads(cluster.squall("show", "stateful_reliable", "--json")[0])["processes"]
                   if p["process"].startswith("instance count"))

@@ -1,6 +1,4 @@
 """The stateful API: KeyValueState, key groups, the saved form, and what build() refuses."""
-import os
-import sys
 
 import pytest
 
@@ -8,8 +6,7 @@ from squall import Grouping, KeyValueState, StatefulBolt, StatefulSpout, Topolog
 from squall.runtime.routing import build_routes
 from squall.stateful import decode_state, encode_state, group_owner, key_group, owned_groups
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from stateful_components import Count, PartitionSource, PlainSource, Sink, Source  # noqa: E402
+from stateful_components import Count, PartitionSource, PlainSource, Sink, Source
 
 
 def test_key_value_state_is_a_small_map():

@@ -1,7 +1,7 @@
 """A capacity plan applied and checked: run overloaded, report, apply the report, measure again.
 
-Shared by tests/reports/test_closed_loop.py (which asserts) and
-bench/capacity.py (which prints the prediction error). ``squall`` is a
+Shared by tests/reports/test_closed_loop.py (which asserts what the report recommends and that
+the update applies it) and bench/capacity.py (which measures the rates and prints the prediction error). ``squall`` is a
 callable running one ``squall`` command in the cluster's ``SQUALL_HOME``.
 Rates are measured from the metrics files the run writes, as the report reads them.
 """
@@ -101,20 +101,24 @@ def overload_and_report(squall: Callable[..., Any], home: str, spark: Any, case:
     return Loop(run_dir, out, before, paused, next(r for r in recs if r["component"] == case.bolt))
 
 
-def apply_and_measure(squall: Callable[..., Any], loop: Loop, case: Case, settle: float = 2.0,
-                      window: float = 5.0, timeout: float = 60.0) -> Loop:
-    """Once the bolt has worked off its backlog, ``squall update --from-report`` and
-    activate; measure the bolt and the spout over ``window`` seconds from ``settle``
-    seconds after, once every task of the bolt has reported past the window."""
+def apply(squall: Callable[..., Any], loop: Loop, case: Case, timeout: float = 60.0) -> None:
+    """Once the bolt has worked off its backlog, ``squall update --from-report`` and activate."""
     wait_until(lambda: any(r["ts"] > loop.paused and r["execute_count"] == 0 for r in rows(loop.run_dir, case.bolt)),
-             timeout, f"{case.bolt} to work off its backlog")
+               timeout, f"{case.bolt} to work off its backlog")
     squall("update", case.topology, "--from-report", loop.report_dir)
     squall("activate", case.topology)
+
+
+def apply_and_measure(squall: Callable[..., Any], loop: Loop, case: Case, settle: float = 2.0,
+                      window: float = 5.0, timeout: float = 60.0) -> Loop:
+    """``apply``, then measure the bolt and the spout over ``window`` seconds from ``settle``
+    seconds after, once every task of the bolt has reported past the window (bench/capacity.py)."""
+    apply(squall, loop, case, timeout)
     start = time.time() + settle
     end = start + window
     wanted = loop.recommendation["recommended_parallelism"]
     wait_until(lambda: covered(loop.run_dir, case.bolt, end) >= wanted, timeout,
-             f"all {wanted} tasks of {case.bolt} to report past the measuring window")
+               f"all {wanted} tasks of {case.bolt} to report past the measuring window")
     loop.after = rate(loop.run_dir, case.bolt, start, end)
     loop.spout_after = rate(loop.run_dir, SPOUT, start, end)
     return loop

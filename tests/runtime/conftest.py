@@ -1,5 +1,4 @@
 import os
-import sys
 
 import pytest
 
@@ -13,7 +12,3 @@ def topo_path():
         return os.path.join(TOPOLOGIES, name)
     return path
 
-
-def pytest_configure(config):
-    if TOPOLOGIES not in sys.path:
-        sys.path.insert(0, TOPOLOGIES)

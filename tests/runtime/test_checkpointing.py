@@ -1,6 +1,4 @@
 """A task's part in checkpoints as a state machine: markers, alignment, saving, rollback. No sockets."""
-import os
-import sys
 
 import msgpack
 
@@ -12,8 +10,7 @@ from squall.runtime.protocol import CONTROL, MARKER, FrameReader, control_frame,
 from squall.state.storage import LocalStorage, saved_tasks, task_file
 from squall.stateful import KeyValueState, decode_state, encode_state, group_owner, key_group
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "foundation"))
-from stateful_components import Count, PartitionSource, Sink, Source  # noqa: E402
+from stateful_components import Count, PartitionSource, Sink, Source
 
 Step = schema.CheckpointStep
 GROUPS = 16

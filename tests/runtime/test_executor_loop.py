@@ -12,7 +12,7 @@ import pytest
 
 from squall.loader import load_topology_file
 from squall.processargs import ProcessArgs
-from squall.runtime.testing import hand_packing, state_file, write_state
+from squall.testing.executors import hand_packing, state_file, write_state
 from squall.state import Kind, LocalStateManager
 from squall.testing import wait_until
 from squall.topology import encode_config

@@ -3,7 +3,6 @@ with the contract's exact command, tuples checked, nothing left running."""
 import glob
 import json
 import os
-import time
 
 import psutil
 import pytest
@@ -14,7 +13,7 @@ from squall.runtime.executor import wanted_processes
 from squall.loader import load_topology_file
 from squall.runtime.client import TMasterUnreachable, query_metrics
 from squall.metrics_schema import FIELD_NAMES
-from squall.runtime.testing import LocalRun, hand_packing, write_state
+from squall.testing.executors import LocalRun, hand_packing, write_state
 from squall.state import Kind, LocalStateManager
 from squall.logical import encode_config
 
@@ -39,15 +38,6 @@ def _counts(out):
                 total[word] = total.get(word, 0) + n
                 seen_by.setdefault(word, set()).add(f)
     return total, seen_by
-
-
-def _wait(predicate, timeout, what, run):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}\n{run.logs()}")
 
 
 def _tree(pids):
@@ -75,7 +65,7 @@ def test_word_topology_end_to_end(tmp_path, topo_path):
         assert {s.container for s in pplan.stmgrs} == {1, 2}
         assert all(psutil.pid_exists(i.pid) for i in pplan.instances)
         expected = dict(rt_words.expected(limit))
-        _wait(lambda: _counts(out)[0] == expected, 30, "exact word counts", run)
+        run.wait_until(lambda: _counts(out)[0] == expected, 30, "exact word counts")
         # fields grouping: every word counted by one task only
         assert all(len(tasks) == 1 for tasks in _counts(out)[1].values())
         processes = _tree(list(p.pid for p in run.procs.values()))
@@ -90,7 +80,7 @@ def test_word_topology_end_to_end(tmp_path, topo_path):
             return (c.get("count", {}).get("executed") == 2 * limit and c.get("spout", {}).get("emitted") == limit
                     and c.get("split", {}).get("executed") == limit)
 
-        _wait(metrics_complete, 20, "metrics at the topology master", run)
+        run.wait_until(metrics_complete, 20, "metrics at the topology master")
         m = query_metrics(state, plan.name)
         assert set(m["components"]) == {"spout", "split", "count"}
         assert m["components"]["spout"]["emitted"] == limit
@@ -100,7 +90,8 @@ def test_word_topology_end_to_end(tmp_path, topo_path):
             return [json.loads(line) for f in glob.glob(os.path.join(run_dir, "metrics", "*.jsonl"))
                     for line in open(f)]
 
-        _wait(lambda: {r["process"] for r in rows()} >= {"instance", "stmgr", "metricsmgr", "tmaster"}, 10, "rows", run)
+        run.wait_until(lambda: {r["process"] for r in rows()} >= {"instance", "stmgr", "metricsmgr", "tmaster"}, 10,
+                       "rows")
         rows = rows()
         assert rows and all(tuple(r) == FIELD_NAMES for r in rows)
         assert {r["process"] for r in rows} >= {"instance", "stmgr", "metricsmgr"}
@@ -143,7 +134,7 @@ def test_crashing_instance_is_restarted_with_traceback_in_its_log(tmp_path, topo
     run = LocalRun(plan.name, root, run_dir, [1]).start()
     try:
         run.wait_pplan(40)
-        _wait(lambda: (out / "recovered").exists(), 30, "the restarted bolt", run)
+        run.wait_until(lambda: (out / "recovered").exists(), 30, "the restarted bolt")
         logs = glob.glob(os.path.join(run_dir, "logs", "container-1", "instance-*-boom.log"))
         text = open(logs[0]).read()
         assert "Traceback" in text and "RuntimeError: boom on purpose" in text

@@ -3,7 +3,6 @@ import asyncio
 import socket
 import struct
 import threading
-import time
 
 import msgpack
 import pytest
@@ -26,7 +25,7 @@ def stmgr():
     loop = asyncio.new_event_loop()
     th = threading.Thread(target=lambda: loop.run_until_complete(sm.serve(listener)), daemon=True)
     th.start()
-    time.sleep(0.2)
+    wait_until(lambda: sm.metrics is not None, timeout=5, what="the stream manager to serve", interval=0.02)
     yield sm, port
     sm.stop()
     th.join(5)
@@ -127,17 +126,29 @@ def test_a_peer_of_another_protocol_version_is_refused_clearly(stmgr, caplog):
             in caplog.text)
 
 
+def _still_open(sock):
+    sock.setblocking(False)
+    try:
+        return sock.recv(65536) != b""
+    except BlockingIOError:
+        return True
+    except ConnectionResetError:
+        return False
+    finally:
+        sock.setblocking(True)
+
+
 def test_before_the_handshake_a_connection_may_send_one_small_frame(stmgr):
+    """How long the deadline takes is bench/bounds.py's figure; here, what closes and in which order."""
     sm, port = stmgr
+    silent = _raw(port)  # says nothing
+    partial = _raw(port)
+    partial.sendall(struct.pack(">IB", 100, 2) + b"x" * 10)  # half a HELLO, then nothing
     big = _raw(port)
     big.sendall(struct.pack(">IB", 1 << 20, 2) + b"x" * 1000)  # announces a 1 MiB HELLO: refused at once
     assert _closed(big)
-    silent = _raw(port)
-    started = time.monotonic()
-    assert _closed(silent, timeout=15)  # says nothing: closed after the handshake deadline
-    assert 4 <= time.monotonic() - started < 10
-    partial = _raw(port)
-    partial.sendall(struct.pack(">IB", 100, 2) + b"x" * 10)  # half a HELLO, then nothing
+    assert _still_open(silent) and _still_open(partial), "closed before the handshake deadline"
+    assert _closed(silent, timeout=15)  # closed at the handshake deadline
     assert _closed(partial, timeout=15)
     good = connect(port, 1)  # the port still serves
     wait_until(lambda: 1 in sm.state.local, timeout=5, what="1 in sm.state.local", interval=0.02)

@@ -14,7 +14,8 @@ from squall.idl import schema
 from squall.loader import load_topology_file
 from squall.runtime.protocol import (BlockingConnection, check_hello, control_frame, data_frame,
                                      listen_socket, make_challenge)
-from squall.runtime.testing import hand_packing, state_file, write_state
+from squall.testing import wait_until
+from squall.testing.executors import hand_packing, state_file, write_state
 from squall.logical import encode_config
 
 
@@ -56,9 +57,11 @@ def test_instance_processes_what_is_in_its_socket_at_sigterm(tmp_path, topo_path
             return data_frame(tasks["sink"], msgpack.packb([tasks["quiet"], [["default", [[n] for n in numbers]]], 0]))
 
         sock.sendall(batch(range(0, 10)))  # 0.5 s of work
-        time.sleep(0.15)  # the bolt is inside that batch now
+        wait_until(lambda: (out / f"started-{tasks['sink']}").exists(), timeout=10, what="the bolt to take the batch")
         sock.sendall(b"".join(batch([n]) for n in range(10, 15)))  # these wait in its socket
         proc.send_signal(signal.SIGTERM)
+        # SIGTERM only sets a flag the loop reads (nothing to observe from here): a short pause orders this
+        # send after it; sent before, the frame would be in the socket, and the test passes just the same
         time.sleep(0.05)
         sock.sendall(batch([15]))  # and this one was on its way when SIGTERM came
         assert proc.wait(timeout=10) == 0

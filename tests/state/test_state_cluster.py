@@ -68,7 +68,6 @@ def test_election_has_one_leader_at_a_time(manager_args):
 
 CANDIDATE = """
 import sys, time, threading
-sys.path.insert(0, %r)
 from state_helpers import make_manager
 import pathlib
 s = make_manager(%r, pathlib.Path(%r), %r, %r); s.start()
@@ -83,9 +82,9 @@ while True:  # what this process believes, every 10 ms
 
 
 def _candidate(manager_args, samples):
-    code = CANDIDATE % ((os.path.dirname(__file__),) + tuple(str(a) if a is not None else None
-                                                             for a in manager_args) + (str(samples),))
-    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    code = CANDIDATE % (tuple(str(a) if a is not None else None for a in manager_args) + (str(samples),))
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.abspath(__file__))})
     assert child.stdout.readline().strip() == "leading"
     return child
 

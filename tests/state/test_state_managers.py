@@ -63,13 +63,14 @@ def test_corrupt_record_names_its_path(state, tmp_path):
 
 def test_ephemeral_record_vanishes_with_its_process(state, manager_args):
     code = (
-        "import sys\nsys.path.insert(0, %r)\nfrom state_helpers import make_manager\n"
+        "import sys\nfrom state_helpers import make_manager\n"
         "from squall.state import Kind\nfrom squall.idl import schema\nimport pathlib\n"
         "s = make_manager(%r, pathlib.Path(%r), %r, %r); s.start()\n"
         "s.create(Kind.TMASTER, 't', schema.TMasterLocation('t', 'h', 1, 0, 'r'))\n"
         "print('ready', flush=True); sys.stdin.readline()\n"
-    ) % ((os.path.dirname(__file__),) + tuple(str(a) if a is not None else None for a in manager_args))
-    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    ) % tuple(str(a) if a is not None else None for a in manager_args)
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.abspath(__file__))})
     assert child.stdout.readline().strip() == "ready"
     assert state.get(Kind.TMASTER, "t") is not None
     with pytest.raises(AlreadyExists):

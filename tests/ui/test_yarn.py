@@ -18,10 +18,8 @@ from squall.yarn.staging import Staged
 
 from ui_harness import TOPOLOGY, Squall, request, wait_until
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "yarn"))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "packing"))
-from emulator import EmulatedApplication, group_alive  # noqa: E402
-from packing_helpers import comp, topo  # noqa: E402
+from emulator import EmulatedApplication, group_alive
+from packing_helpers import comp, topo
 
 STAGED = Staged("/runs/t/1/state.json", "/runs/t/1/yarn/topology.tar.gz")
 ENV = PythonEnvironment("/opt/squall/bin/python")

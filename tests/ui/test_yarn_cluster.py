@@ -1,13 +1,10 @@
 """The cluster view on YARN: ``squall ui`` with a ResourceManager address shows what ``squall cluster`` shows
 (ResourceManager REST documents served over real HTTP by tests/yarn/test_rest.py's server), and says so
 when the ResourceManager does not answer."""
-import os
 import socket
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "yarn"))
-from test_rest import rm_server  # noqa: E402,F401  (the fixture)
-from ui_harness import Squall  # noqa: E402
+from test_rest import rm_server  # noqa: F401  (the fixture)
+from ui_harness import Squall
 
 
 def test_the_cluster_page_shows_nodes_owners_and_queues_or_why_not(rm_server, tmp_path):  # noqa: F811

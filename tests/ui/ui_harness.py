@@ -7,12 +7,12 @@ import sys
 import urllib.error
 import urllib.request
 
-import psutil
 import pytest
 
+from squall.testing import wait_until  # noqa: F401  (the UI tests import it from here too)
+from squall.testing.processes import processes_under
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
-from e2e_harness import wait_until  # noqa: E402,F401  (the UI tests' too)
 
 TOPOLOGY = os.path.join(HERE, "topologies", "ui_words.py")
 TOKEN = "ui-test-token"
@@ -50,12 +50,7 @@ class Squall:
         return request(self.url, "POST", path, body, token, expect)
 
     def processes(self):
-        root = self.home + os.sep
-        found = []
-        for p in psutil.process_iter(["cmdline", "status"]):
-            if p.info["status"] != psutil.STATUS_ZOMBIE and root in " ".join(p.info["cmdline"] or []):
-                found.append(p)
-        return found
+        return processes_under(self.home)
 
     def finish(self):
         """Kill the topologies still running, then ``close``."""

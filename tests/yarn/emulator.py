@@ -206,15 +206,16 @@ def _localise(f: skein.File, dest: str) -> None:
         os.chmod(dest, 0o600)
 
 
-def _stop_group(popen: object) -> None:
+def _stop_group(popen: subprocess.Popen) -> None:
     """YARN's container stop: SIGTERM to the group, SIGKILL after the delay."""
     try:
         os.killpg(popen.pid, signal.SIGTERM)
     except ProcessLookupError:
         return
-    deadline = time.monotonic() + SIGKILL_DELAY
-    while time.monotonic() < deadline and popen.poll() is None:
-        time.sleep(0.02)
+    try:
+        popen.wait(timeout=SIGKILL_DELAY)
+    except subprocess.TimeoutExpired:
+        pass
     try:
         os.killpg(popen.pid, signal.SIGKILL)  # the whole group: what the script started too
     except ProcessLookupError:

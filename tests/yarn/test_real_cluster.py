@@ -9,7 +9,6 @@ by the emulated suite (test_emulated.py), not here.
 """
 import os
 import shutil
-import sys
 
 import pytest
 
@@ -17,8 +16,7 @@ from squall.cli import main
 from squall.state import Kind, open_state_manager
 from squall.state.status import topology_health
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from e2e_harness import TOPOLOGIES, wait_until  # noqa: E402
+from e2e_harness import TOPOLOGIES, wait_until
 
 CONFIG = os.environ.get("SQUALL_YARN_TEST_CONFIG", "")
 MISSING = [what for what, ok in (("HADOOP_CONF_DIR is not set", os.environ.get("HADOOP_CONF_DIR")),

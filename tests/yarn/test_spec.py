@@ -1,6 +1,4 @@
 """Skein application specs built from packing plans: real Skein objects, every algorithm x granularity."""
-import os
-import sys
 
 import pytest
 import skein
@@ -15,8 +13,7 @@ from squall.yarn.spec import (TMASTER_SERVICE, build_spec, parse_service, servic
                               spare_shape)
 from squall.yarn.staging import Staged, topology_archive
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "packing"))
-from packing_helpers import comp, topo  # noqa: E402
+from packing_helpers import comp, topo
 
 ALGORITHMS = ("roundrobin", "rcrr", "ffd")
 GRANULARITIES = ("task", "worker")
@@ -194,7 +191,6 @@ def test_a_topology_that_checkpoints_needs_hdfs_storage_on_yarn():
     from squall.scheduler.base import LaunchOptions
     from squall.yarn.scheduler import YarnScheduler
 
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "foundation"))
     from stateful_components import Count, Source
 
     builder = TopologyBuilder("kv")

@@ -2,17 +2,15 @@
 
 sentences (a StatefulSpout, par 2: task k emits sentences k, k + 2, ... below ``state.sentences``,
 paced at ``state.rate``/s; its position is its state) -> split (shuffle, par 2, stateless) -> count
-(a StatefulBolt, fields on the word, par ``state.count.par``). The count is a two-phase sink: at
-``pre_save`` it keeps a copy of its counts for the checkpoint, and at ``post_save`` (the checkpoint is
-complete) it writes that copy to ``count-<task>.json`` in ``state.out.dir`` with the checkpoint's id,
-so only output of complete checkpoints is ever seen.
+(``squall.testing.sinks.CommittedCounts``, fields on the word, par 2): a two-phase sink that writes the
+counts of each complete checkpoint to ``count-<task>.json`` in ``testing.out.dir``, so only output of
+complete checkpoints is ever seen (``committed_counts`` reads it).
 """
-import json
-import os
 import time
 from collections import Counter
 
-from squall import Bolt, Grouping, StatefulBolt, StatefulSpout, TopologyBuilder
+from squall import Bolt, Grouping, StatefulSpout, TopologyBuilder
+from squall.testing.sinks import CommittedCounts
 
 
 def sentence(i):
@@ -58,37 +56,10 @@ class Split(Bolt):
             self.emit([word])
 
 
-class Count(StatefulBolt):
-    def initialize(self, config, context):
-        self.out = os.path.join(config["state.out.dir"], f"count-{context.get_task_id()}.json")
-
-    def init_state(self, state):
-        self.state = state
-        self.pending = {}
-
-    def process(self, tup):
-        word = tup["word"]
-        self.state.put(word, self.state.get(word, 0) + 1)
-
-    def pre_save(self, checkpoint_id):
-        self.pending[checkpoint_id] = dict(self.state.items())
-
-    def post_save(self, checkpoint_id):
-        counts = self.pending.pop(checkpoint_id, None)
-        for older in [c for c in self.pending if c < checkpoint_id]:
-            del self.pending[older]
-        if counts is None:
-            return
-        tmp = f"{self.out}.tmp"
-        with open(tmp, "w") as f:
-            json.dump({"checkpoint": checkpoint_id, "counts": counts}, f)
-        os.replace(tmp, self.out)
-
-
 builder = TopologyBuilder("stateful_count")
 sentences = builder.add_spout("sentences", Sentences, par=2)
 split = builder.add_bolt("split", Split, par=2, inputs={sentences: Grouping.SHUFFLE})
-builder.add_bolt("count", Count, par=2, inputs={split: Grouping.fields("word")})
+builder.add_bolt("count", CommittedCounts, par=2, inputs={split: Grouping.fields("word")})
 builder.set_config({"squall.packing.algorithm": "roundrobin", "topology.workers": 2,
                     "topology.reliability.mode": "EFFECTIVELY_ONCE", "topology.state.checkpoint.interval.secs": 0.5,
                     "state.sentences": 6000, "state.rate": 300})

@@ -1,13 +1,14 @@
 """The stateful word count at ATLEAST_ONCE (Storm's stateful bolts): acks held until the checkpoint.
 
 sentences (a ReliableSpout, par 2, ids = sentence numbers, its position in memory) -> split -> count
-(the StatefulBolt two-phase sink of stateful_count.py). A rollback of the count bolt's state is
+(squall.testing.sinks.CommittedCounts, the two-phase sink of stateful_count.py). A rollback of the count bolt's state is
 followed by the replay of every tuple whose ack it held: no count is lost.
 """
 import time
 
 from squall import Grouping, ReliableSpout, TopologyBuilder
-from stateful_count import Count, Split, sentence
+from squall.testing.sinks import CommittedCounts
+from stateful_count import Split, sentence
 
 
 class Sentences(ReliableSpout):
@@ -31,7 +32,7 @@ class Sentences(ReliableSpout):
 builder = TopologyBuilder("stateful_reliable")
 sentences = builder.add_spout("sentences", Sentences, par=2)
 split = builder.add_bolt("split", Split, par=2, inputs={sentences: Grouping.SHUFFLE})
-builder.add_bolt("count", Count, par=2, inputs={split: Grouping.fields("word")})
+builder.add_bolt("count", CommittedCounts, par=2, inputs={split: Grouping.fields("word")})
 builder.set_config({"squall.packing.algorithm": "roundrobin", "topology.workers": 2,
                     "topology.reliability.mode": "ATLEAST_ONCE", "topology.state.checkpoint.interval.secs": 0.5,
                     "topology.message.timeout.secs": 10, "state.sentences": 6000, "state.rate": 300})

@@ -1,6 +1,7 @@
 """Test topology for draining at SIGTERM: a spout that emits nothing (the test
-sends the tuples itself) and a slow bolt that writes how many tuples it
-processed to ``rt.out.dir`` when it is closed."""
+sends the tuples itself) and a slow bolt that marks ``started-<task>`` in
+``rt.out.dir`` when it takes its first tuple and writes the tuples it processed
+there when it is closed."""
 from __future__ import annotations
 
 import json
@@ -22,8 +23,11 @@ class SlowSink(Bolt):
         self.seen = []
         self.delay = config.get("rt.delay.secs", 0.05)
         self.path = os.path.join(config["rt.out.dir"], f"sink-{context.get_task_id()}.json")
+        self.started = os.path.join(config["rt.out.dir"], f"started-{context.get_task_id()}")
 
     def process(self, tup):
+        if not self.seen:
+            open(self.started, "w").close()
         time.sleep(self.delay)
         self.seen.append(tup["n"])
 

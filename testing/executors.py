@@ -1,7 +1,8 @@
-"""A test harness for the runtime: write a topology's state as the launcher
-would and run its executors with the contract's exact command.
+"""A harness for tests below the scheduler: write a topology's state as the launcher would and run its
+executors with the runtime contract's exact command, as the local scheduler does.
 
-Used by tests/runtime and bench/; not imported by the runtime processes.
+Used by tests/runtime; not imported by the runtime processes (it was ``squall.runtime.testing``: a test
+harness waits with ``squall.testing.wait_until``, which the runtime layer may not import).
 """
 from __future__ import annotations
 
@@ -10,13 +11,16 @@ import secrets
 import subprocess
 import sys
 import time
-from typing import Callable, Optional
+from typing import Callable, Optional, TypeVar
 
 import psutil
 
 from squall.idl import schema
 from squall.processargs import ProcessArgs
 from squall.supervision import stop_processes
+from squall.testing.wait import wait_until
+
+T = TypeVar("T")
 
 
 def hand_packing(topology: schema.Topology, containers: int, plan_id: str = "test-plan") -> schema.PackingPlan:
@@ -85,24 +89,34 @@ class LocalRun:
             self.procs[c] = psutil.Popen(executor_command(self.name, c, self.run_dir), stdout=logf,
                                              stderr=subprocess.STDOUT, start_new_session=True)
 
+    def wait_until(self, predicate: Callable[[], T], timeout: float, what: str) -> T:
+        """``squall.testing.wait_until``, with the tails of the run's logs in the message when it times out."""
+        try:
+            return wait_until(predicate, timeout, what, interval=0.1)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{self.logs()}") from None
+
     def wait_pplan(self, timeout: float = 30.0,
                    predicate: Optional[Callable[[schema.PhysicalPlan], bool]] = None) -> schema.PhysicalPlan:
+        """The physical plan once it places every task of the current packing plan (and ``predicate``
+        holds); an executor exiting with an error ends the wait at once."""
         from squall.state import Kind, LocalStateManager
 
         state = LocalStateManager(self.state_root)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            pplan = state.get(Kind.PHYSICAL_PLAN, self.name)
-            packing = state.get(Kind.PACKING_PLAN, self.name)
-            if pplan is not None and packing is not None and pplan.packing_plan_id == packing.id:
-                want = {i.id.task_id for c in packing.containers for i in c.instances}
-                if {i.id.task_id for i in pplan.instances} == want and (predicate is None or predicate(pplan)):
-                    return pplan
+
+        def complete() -> Optional[schema.PhysicalPlan]:
             for c, p in self.procs.items():
                 if p.poll() is not None and p.returncode != 0:
                     raise RuntimeError(f"executor of container {c} exited with {p.returncode}:\n{self.logs()}")
-            time.sleep(0.1)
-        raise TimeoutError(f"no complete physical plan within {timeout}s:\n{self.logs()}")
+            pplan = state.get(Kind.PHYSICAL_PLAN, self.name)
+            packing = state.get(Kind.PACKING_PLAN, self.name)
+            if pplan is None or packing is None or pplan.packing_plan_id != packing.id:
+                return None
+            want = {i.id.task_id for c in packing.containers for i in c.instances}
+            placed = {i.id.task_id for i in pplan.instances} == want
+            return pplan if placed and (predicate is None or predicate(pplan)) else None
+
+        return self.wait_until(complete, timeout, "a complete physical plan")
 
     def logs(self, tail: int = 30) -> str:
         out = []
