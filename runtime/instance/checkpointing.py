@@ -166,7 +166,7 @@ class Checkpointing:
         save_ms = (time.perf_counter() - t0) * 1000
         inst.flush_all()  # what was emitted before the marker leaves before it
         inst.on_checkpoint_saved(cid)
-        marker = inst._packb([inst.task_id, cid, inst.epoch])
+        marker = inst.packb([inst.task_id, cid, inst.epoch])
         for task in self.downstream:
             inst.out += data_frame(task, marker, 0, MARKER)
         inst.out += control_frame(checkpoint=schema.CheckpointMessage(
@@ -187,7 +187,7 @@ class Checkpointing:
         inst.epoch = epoch
         self.restoring = True
         self.restore_from = cid
-        if inst.initialized:  # else initialize() comes first, then init_state (InstanceState.on_plan)
+        if inst.initialized:  # else initialize() comes first, then init_state (InstanceState.on_physical_plan)
             self.init_state()
         inst.on_restored()
         inst.out += control_frame(checkpoint=schema.CheckpointMessage(
