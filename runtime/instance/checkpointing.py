@@ -34,7 +34,7 @@ from squall.logical import find_component
 from squall.runtime.protocol import DATA_HEADER_SIZE, MARKER, control_frame, data_frame
 from squall.stateful import KeyValueState, decode_state, encode_state, group_owner
 
-log = logging.getLogger("squall.runtime.instance")
+log = logging.getLogger(__name__)
 
 Step = schema.CheckpointStep
 

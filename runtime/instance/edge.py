@@ -222,14 +222,15 @@ def at_least_once(up: InstanceState, inner: EmitMethod) -> Made:
         sampled = 0.0
         return out
 
-    def not_delivered(stream: str, anchors: Optional[Iterable[Tuple]]) -> bool:
-        return stream != stream0 or (anchors is not None and any(a is not up.current for a in anchors))
+    def other_anchors(anchors: Iterable[Tuple]) -> bool:
+        """Anchored to a tuple the caller is not processing: not delivered (rare: explicit anchors)."""
+        return any(a is not up.current for a in anchors)
 
     def emit(component: object, values: Sequence[object], stream: str = DEFAULT_STREAM,
              anchors: Optional[Iterable[Tuple]] = None, direct_task: Optional[int] = None,
              tup_id: object = None) -> tuple:
         nonlocal calls, sampled, samples
-        if direct_task is not None or not_delivered(stream, anchors):
+        if stream != stream0 or direct_task is not None or (anchors is not None and other_anchors(anchors)):
             return inner(component, values, stream, anchors, direct_task, tup_id)
         if len(values) != fields:
             raise _wrong_fields(up, stream, source, values)
@@ -257,7 +258,7 @@ def at_least_once(up: InstanceState, inner: EmitMethod) -> Made:
     def emit_many(component: object, values_list: list, stream: str = DEFAULT_STREAM,
                   anchors: Optional[Iterable[Tuple]] = None, tup_ids: Optional[Sequence[object]] = None) -> None:
         nonlocal calls, sampled, samples
-        if not values_list or not_delivered(stream, anchors):
+        if stream != stream0 or not values_list or (anchors is not None and other_anchors(anchors)):
             for k, values in enumerate(values_list):
                 emit(component, values, stream, anchors, None, None if tup_ids is None else tup_ids[k])
             return

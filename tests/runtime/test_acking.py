@@ -17,7 +17,8 @@ from squall.runtime.instance.chain import Chain
 from squall.runtime.protocol import ACK, CONTROL, DATA, FrameReader, control_frame, decode_control, frame_dest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SHAPES = [pytest.param((chained, fast), id=f"{'chained' if chained else 'unchained'}-fast-path-{'on' if fast else 'off'}")
+SHAPES = [pytest.param((chained, fast),
+                       id=f"{'chained' if chained else 'unchained'}-fast-path-{'on' if fast else 'off'}")
           for chained in (False, True) for fast in (True, False)]
 UNCHAINED = [s for s in SHAPES if not s.values[0][0]]  # scenarios that look at the frames between ids and double
 
@@ -409,7 +410,8 @@ def test_a_tuple_anchored_twice_to_one_input_is_tracked_once(shape):
 @pytest.mark.parametrize("shape", UNCHAINED)  # the frames between ids and double
 def test_an_ack_whose_carrier_has_left_is_sent_and_a_lost_carrier_fails_the_tree(shape):
     ids = Ids(2)
-    w = Wiring(ids, Six(), [Sink(), Sink()], batch_size=6, shape=shape)  # the six children leave in process(): no carrier
+    # the six children leave in process(): no carrier
+    w = Wiring(ids, Six(), [Sink(), Sink()], batch_size=6, shape=shape)
     spout = _spout(w)
     spout.spout_burst(1)
     (frame,), _ = _one_hop(w, 2)
