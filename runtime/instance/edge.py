@@ -84,8 +84,10 @@ class Edge:
         self.up = up
         self.down: Optional[BoltInstance] = None
         self.stream: Optional[str] = None  # the stream delivered, once a plan has named the next member
+        # set by ``wrap``: the generated emit, and the closures that retarget and count it
+        self.emit: EmitMethod = _unmade
         self._retarget: Callable[[Target], None] = _unmade
-        self.take_counts: Callable[[], DeliveredCounts] = _unmade  # set by ``wrap``
+        self.take_counts: Callable[[], DeliveredCounts] = _unmade
 
     def wrap(self, inner: EmitMethod) -> tuple[EmitMethod, EmitManyMethod]:
         """``(emit, emit_many)``: the delivered stream handed on, the rest through ``inner`` (an emit
