@@ -1,6 +1,6 @@
 """Chaining: the same word count chained, unchained, and as plain single-process Python, side by side.
 
-    .venv/bin/python bench/chaining.py [--seconds 6] [--rounds 3]
+    .venv/bin/python bench/chaining.py [--seconds 6] [--rounds 3] [--against REF]
 
 Each round runs, one after the other on this machine (figures drift from one
 second to the next here, so every round has its own baseline):
@@ -23,12 +23,19 @@ second to the next here, so every round has its own baseline):
 It prints words/s for each, and the ratios the chaining issue sets targets for
 (median over rounds): chained / plain Python, chained / unchained (today's shape),
 and chained at least once / at most once.
+
+``--against REF`` runs every round twice, once on git revision REF's code
+(``bench/revision.py``: every process of the topology imports it) and once on
+this tree, alternately, and prints for each run its median words/s and CPU
+µs a word on both, and the ratio (this tree / REF).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -104,20 +111,62 @@ def tight_loop(seconds: float) -> float:
     return sum(counts.values()) / (time.perf_counter() - start)
 
 
+def one_round(seconds: float) -> tuple:
+    """({run: words/s}, {run: CPU µs a word}) of one round, with this process's ``squall``."""
+    results = {"plain Python": plain_python(seconds), "tight loop": tight_loop(seconds)}
+    cpu = {}
+    for name, (file, *props) in RUNS.items():
+        run = wordcount_e2e.run(seconds, 4.0, *props, topology=os.path.join(TOPOLOGIES, file))
+        results[name] = run["words_per_sec"]
+        cpu[name] = sum(run["cpu_us_per_word"].values())
+    return results, cpu
+
+
+def against(ref: str, rounds: int, seconds: float) -> None:
+    """Rounds on REF's code and on this tree's, alternately, each in its own process."""
+    import revision
+
+    runs: dict = {"ref": [], "this": []}
+    ref_env = revision.env_for(ref)
+    for r in range(rounds):
+        for which, env in (("ref", ref_env), ("this", None)):
+            done = subprocess.run([sys.executable, os.path.abspath(__file__), "--seconds", str(seconds), "--json"],
+                                  env=env, capture_output=True, text=True, check=True)
+            runs[which].append(json.loads(done.stdout.splitlines()[-1]))
+        print(f"round {r + 1} done", flush=True)
+    print(f"\nwords/s and CPU µs a word (all processes), median of {rounds} rounds: {ref} | this tree | ratio")
+    for name in ["plain Python", "tight loop", *RUNS]:
+        old = statistics.median(run[0][name] for run in runs["ref"])
+        new = statistics.median(run[0][name] for run in runs["this"])
+        line = f"  {name:<32} {old / 1e3:>7,.0f}k | {new / 1e3:>7,.0f}k | {new / old:.2f}x"
+        if name in RUNS:
+            old_cpu = statistics.median(run[1][name] for run in runs["ref"])
+            new_cpu = statistics.median(run[1][name] for run in runs["this"])
+            line += f"   cpu {old_cpu:6.2f} | {new_cpu:6.2f} µs | {new_cpu / old_cpu:.2f}x"
+        print(line)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=6.0)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--against", metavar="REF", help="compare with git revision REF (e.g. faad9f0)")
+    p.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # one round's figures (--against)
     args = p.parse_args()
+    if args.json:
+        print(json.dumps(one_round(args.seconds)))
+        return
+    if args.against:
+        against(args.against, args.rounds, args.seconds)
+        return
     results: dict = {name: [] for name in ["plain Python", "tight loop", *RUNS]}
     cpu: dict = {name: [] for name in RUNS}  # µs of CPU a word, every process of the topology
     for r in range(args.rounds):
-        results["plain Python"].append(plain_python(args.seconds))
-        results["tight loop"].append(tight_loop(args.seconds))
-        for name, (file, *props) in RUNS.items():
-            run = wordcount_e2e.run(args.seconds, 4.0, *props, topology=os.path.join(TOPOLOGIES, file))
-            results[name].append(run["words_per_sec"])
-            cpu[name].append(sum(run["cpu_us_per_word"].values()))
+        words, used = one_round(args.seconds)
+        for name, value in words.items():
+            results[name].append(value)
+        for name, value in used.items():
+            cpu[name].append(value)
         print(f"round {r + 1}: " + ", ".join(f"{name} {v[-1] / 1e3:,.0f}k" for name, v in results.items()))
     med = {name: statistics.median(v) for name, v in results.items()}
 

@@ -1,14 +1,21 @@
 """Instructions per word of each task of the end-to-end word count, under valgrind.
 
-    .venv/bin/python bench/instructions.py [--frames 5 25]
+    .venv/bin/python bench/instructions.py [--frames 5 25] [--reliable] [--against REF]
 
 Wall-clock figures on this machine drift by tens of percent from one second
 to the next (other tenants); instruction counts do not. Each task of
 bench/topologies/wc_bench.py (spout, split, count) runs its per-tuple path
-through ``Instance`` (no sockets) under ``valgrind --tool=cachegrind``, once
+through its instance (no sockets) under ``valgrind --tool=cachegrind``, once
 with each of two frame counts; the difference divided by the words in
-between is the task's instructions per word, start-up excluded. Needs
-valgrind (Debian's ``valgrind`` package); prints figures, asserts nothing.
+between is the task's instructions per word, start-up excluded. Then the
+three as one chain (sentence -> split -> count in one process, tuples handed
+on by call: ``runtime/instance/chain.py``). ``--reliable``: at least once
+(the spout emits with ids; the frames carry spans). Needs valgrind (Debian's
+``valgrind`` package); prints figures, asserts nothing.
+
+``--against REF`` counts the same with git revision REF's code too
+(``bench/revision.py``) and prints both and their ratio (this tree / REF;
+below 1 is fewer instructions).
 """
 from __future__ import annotations
 
@@ -20,9 +27,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TASKS = {"sentence": 2, "split": 3, "count": 1}  # task ids in the plan below
+CHAIN = "chain"  # sentence -> split -> count in one process
+ROOT_SHIFT = 48  # a root's spout task above these bits (runtime/acking.py)
 
 
 def physical_plan() -> object:
@@ -36,8 +46,8 @@ def physical_plan() -> object:
     )
 
 
-def run_task(component: str, frames: int) -> None:
-    """The child: ``frames`` frames of 1,000 sentences (or their words) through one task."""
+def run_task(component: str, frames: int, reliable: bool) -> None:
+    """The child: ``frames`` frames of 1,000 sentences (or their words) through one task, or the chain."""
     import gc
 
     import msgpack
@@ -45,60 +55,108 @@ def run_task(component: str, frames: int) -> None:
     from squall.loader import load_topology_file
     from squall.logical import with_overrides
     from squall.runtime.instance import make_instance
-    from squall.runtime.protocol import data_frame
+    from squall.runtime.protocol import control_frame, data_frame
 
     topology = load_topology_file(os.path.join(HERE, "topologies", "wc_bench.py")).plan
     import wc_bench  # loaded by load_topology_file
 
-    topology = with_overrides(topology, {"bench.out.dir": tempfile.mkdtemp()})
-    inst = make_instance(topology, component, TASKS[component], 1, None)
-    inst.on_plan(physical_plan())
+    overrides: dict = {"bench.out.dir": tempfile.mkdtemp()}
+    if reliable:
+        overrides.update({"topology.reliability.mode": "ATLEAST_ONCE", "topology.max.spout.pending": None})
+    topology = with_overrides(topology, overrides)
+    plan = control_frame(physical_plan=physical_plan())
+    if component == CHAIN:
+        from squall.runtime.instance import chain as chain_module
+
+        members = [make_instance(topology, "sentence", TASKS["sentence"], 1, None, chained={"split": TASKS["split"]}),
+                   make_instance(topology, "split", TASKS["split"], 1, None, chained={"count": TASKS["count"]}),
+                   make_instance(topology, "count", TASKS["count"], 1, None)]
+        if hasattr(chain_module, "link"):  # revisions before the chain linked its members itself
+            for up, down in zip(members, members[1:]):
+                chain_module.link(up, down)
+        inst = chain_module.Chain(members)
+        component_obj = members[0].component
+    else:
+        inst = make_instance(topology, component, TASKS[component], 1, None)
+        component_obj = inst.component
+    inst.on_frame(plan, 0.0)
     now = time.time()
     sentences = [[wc_bench.sentence(i), now] for i in range(1000)]
     words = [[w, now] for s, _ in sentences for w in s.split()]
     gc.set_threshold(50000, 10, 10)  # as instance processes run (squall.instance.gc.threshold)
     gc.freeze()
-    if component == "sentence":
+    if component in ("sentence", CHAIN):
         for _ in range(frames * 10):  # next_tuple emits 100 sentences
-            inst.component.next_tuple()
+            component_obj.next_tuple()
+            inst.flush_all()
             inst.out.clear()
         return
     src, batch = (TASKS["sentence"], sentences) if component == "split" else (TASKS["split"], words)
-    frame = data_frame(TASKS[component], msgpack.packb([src, [["default", batch]], 0]))
+    run: list = ["default", batch]
+    if reliable:  # one tree per sentence; a sentence's words in one span of its tree
+        starts, at = [], 0
+        for s, _ in sentences:
+            starts.append(at)
+            at += len(s.split())
+        firsts = range(len(sentences)) if component == "split" else starts
+        run.append([x for i, start in enumerate(firsts) for x in (start, (TASKS["sentence"] << ROOT_SHIFT) | (i + 1),
+                                                                  0x5A5A + i)])
+    frame = data_frame(TASKS[component], msgpack.packb([src, [run], 0]), len(batch))
     for _ in range(frames):
-        inst.on_data(frame, 0.0)
+        inst.on_frame(frame, 0.0)
+        inst.flush_all()
         inst.out.clear()
 
 
-def instructions(component: str, frames: int) -> int:
-    done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-                           sys.executable, os.path.abspath(__file__), "_task", component, str(frames)],
-                          capture_output=True, text=True, check=True)
+def instructions(component: str, frames: int, reliable: bool, env: Optional[dict] = None) -> int:
+    command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+               sys.executable, os.path.abspath(__file__), "_task", component, str(frames)]
+    done = subprocess.run(command + (["reliable"] if reliable else []), capture_output=True, text=True, check=True,
+                          env=env)
     return int(re.search(r"I\s+refs:\s+([\d,]+)", done.stderr).group(1).replace(",", ""))
+
+
+def per_word(few: int, many: int, reliable: bool, env: Optional[dict]) -> dict:
+    """Instructions a word of each task and of the chain, with the ``squall`` of ``env``."""
+    import wc_bench
+
+    words = sum(len(wc_bench.sentence(i).split()) for i in range(1000))
+    return {task: (instructions(task, many, reliable, env) - instructions(task, few, reliable, env))
+            / ((many - few) * words) for task in (*TASKS, CHAIN)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, nargs=2, default=[5, 25], metavar=("FEW", "MANY"))
+    parser.add_argument("--reliable", action="store_true", help="at least once")
+    parser.add_argument("--against", metavar="REF", help="compare with git revision REF (e.g. faad9f0)")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         sys.exit("bench/instructions.py needs valgrind (apt-get install valgrind)")
     sys.path.insert(0, os.path.join(HERE, "topologies"))
-    import wc_bench
-
-    words = sum(len(wc_bench.sentence(i).split()) for i in range(1000))
     few, many = args.frames
-    total = 0.0
-    for component in TASKS:
-        per_word = (instructions(component, many) - instructions(component, few)) / ((many - few) * words)
-        total += per_word
-        print(f"{component:>8}: {per_word:,.0f} instructions a word")
-    print(f"   total: {total:,.0f} instructions a word (word count end to end, without the stream manager)")
+    mode = "at least once" if args.reliable else "at most once"
+    this = per_word(few, many, args.reliable, None)
+    if not args.against:
+        for task, figure in this.items():
+            print(f"{task:>8}: {figure:,.0f} instructions a word ({mode})")
+        print(f"   total: {sum(this[t] for t in TASKS):,.0f} instructions a word (word count end to end unchained, "
+              f"without the stream manager); chained: {this[CHAIN]:,.0f}")
+        return
+    import revision
+
+    ref = per_word(few, many, args.reliable, revision.env_for(args.against))
+    print(f"instructions a word ({mode}): {args.against} | this tree | ratio")
+    for task in this:
+        print(f"{task:>8}: {ref[task]:>8,.0f} | {this[task]:>8,.0f} | {this[task] / ref[task]:.3f}")
+    old, new = sum(ref[t] for t in TASKS), sum(this[t] for t in TASKS)
+    print(f"   total: {old:>8,.0f} | {new:>8,.0f} | {new / old:.3f}  (unchained, without the stream manager)")
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "_task":
         sys.path.insert(0, HERE)
-        run_task(sys.argv[2], int(sys.argv[3]))
+        sys.path.insert(0, os.path.join(HERE, "topologies"))
+        run_task(sys.argv[2], int(sys.argv[3]), sys.argv[4:] == ["reliable"])
     else:
         main()

@@ -31,7 +31,7 @@ source, which is what a reliable source does anyway (e.g. a Kafka offset).
 from __future__ import annotations
 
 import random
-from typing import Any, Optional
+from typing import List, Optional, Sequence, Union
 
 from squall.logical import MAX_SPOUT_TASK
 
@@ -57,10 +57,11 @@ def new_value() -> int:
     return random_bits(64) or 1
 
 
-Roots = Any  # a span's trees: its root (an int), or a list of roots (anchored to several trees)
+Roots = Union[int, List[int]]  # a span's trees: its root (an int), or a list of roots (anchored to several trees)
+SpanValue = Union[int, List[int]]  # a span's value: one for every root, or one per root (parallel to its roots)
 
 
-def roots_of(roots: Roots) -> Any:
+def roots_of(roots: Roots) -> Sequence[int]:
     """``roots`` as a sequence: one tree's root is sent as a bare int (a list costs ~40 ns to pack
     and as much to unpack, on every span)."""
     return (roots,) if roots.__class__ is int else roots
@@ -72,17 +73,17 @@ class Span:
     ``value`` is the span's value from the wire: an int for every root, or a list parallel to
     ``roots`` (a span anchored to several inputs). ``delta`` is the XOR of the shares handed to
     child spans. ``carried``/``at``: where the last child span's value sits in a batch not sent
-    yet (``Instance._send`` empties a run's span list once it is on the wire), so that the span's
+    yet (``InstanceState.send`` empties a run's span list once it is on the wire), so that the span's
     own ack can *ride* on it instead of going out in an ACK frame. ``open`` counts the tuples not
     acked or failed yet, for bolts that ack themselves (``auto_ack`` off).
 
     A bolt under ``auto_ack`` makes one only for a span it anchors to or fails
-    (``Instance.open_span``); a bolt that acks itself, one per span it receives.
+    (``ReliableBoltInstance.open_span``); a bolt that acks itself, one per span it receives.
     """
 
     __slots__ = ("roots", "value", "delta", "carried", "at", "open", "failed")
 
-    def __init__(self, roots: Roots, value: Any, tuples: int = 0) -> None:
+    def __init__(self, roots: Roots, value: SpanValue, tuples: int = 0) -> None:
         self.roots = roots
         self.value = value
         self.delta = 0
@@ -91,7 +92,7 @@ class Span:
         self.open = tuples
         self.failed = False
 
-    def rest(self) -> Any:
+    def rest(self) -> SpanValue:
         """What the span's ack sends: its value XOR the shares its children took."""
         if self.value.__class__ is int:
             return self.value ^ self.delta
@@ -154,13 +155,13 @@ class AckTracker:
             root = new_root(spout_task)
         return root
 
-    def open_root(self, spout_task: int, tup_id: Any, xor: int, now: float) -> int:
+    def open_root(self, spout_task: int, tup_id: object, xor: int, now: float) -> int:
         """``start`` a tree under a fresh root; returns the root."""
         root = self.fresh_root(spout_task)
         self.trees[root] = [tup_id, xor, now]
         return root
 
-    def start(self, root: int, tup_id: Any, xor: int, now: float) -> bool:
+    def start(self, root: int, tup_id: object, xor: int, now: float) -> bool:
         """A tree whose first spans XOR to ``xor``; False if it is complete already (no span at all)."""
         if xor == 0:
             return False
@@ -185,7 +186,7 @@ class AckTracker:
                     emitted += entry[2]
         return done, len(done) * now - emitted
 
-    def fail(self, root: int) -> Optional[Any]:
+    def fail(self, root: int) -> Optional[object]:
         """The tree failed: its tup_id (None if it is not open)."""
         entry = self.trees.pop(root, None)
         return None if entry is None else entry[0]

@@ -10,14 +10,19 @@ from __future__ import annotations
 import itertools
 import random
 import zlib
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, TypeVar
 
 import msgpack
 
 from squall.idl import schema
+from squall.component import TopologyContext
 from squall.stateful import stable_hash
+from squall.stream import CustomGrouping
 
 G = schema.GroupingKind
+Values = Sequence[object]  # an emitted tuple's values
+Chooser = Callable[[Values], int]  # a grouping that sends each tuple to one task
+T = TypeVar("T")
 _PARTIAL_SEED = 0x9E3779B9
 
 
@@ -33,19 +38,19 @@ _packb = msgpack.Packer(use_bin_type=True).pack
 KEY_CACHE_SIZE = 1 << 16
 
 
-def _value_free(next_task: Callable[[], int]) -> Callable[[Any], int]:
+def _value_free(next_task: Callable[[], int]) -> Chooser:
     """A chooser that ignores the values; ``next_task`` (C-level) is kept for the fast emit path."""
     choose = lambda values: next_task()  # noqa: E731
     choose.next_task = next_task  # type: ignore[attr-defined]
     return choose
 
 
-def _round_robin(tasks: list) -> Callable[[Any], int]:
+def _round_robin(tasks: List[int]) -> Chooser:
     start = random.randrange(len(tasks))
     return _value_free(itertools.cycle(tasks[start:] + tasks[:start]).__next__)
 
 
-def str_key_cache(compute: Callable[[Any], Any]) -> tuple:
+def str_key_cache(compute: Callable[[object], T]) -> Tuple[Dict[object, T], Callable[[object], T]]:
     """``(known, miss)``: a plain dict of ``compute(key)`` by key, and the function that fills it.
 
     Look a key up in ``known`` (CPython's fastest subscript) and call ``miss``
@@ -55,9 +60,9 @@ def str_key_cache(compute: Callable[[Any], Any]) -> tuple:
     tells apart; nothing else compares equal to a ``str``, so looking up any
     hashable key is right.
     """
-    known: dict = {}
+    known: Dict[object, T] = {}
 
-    def miss(key: Any) -> Any:
+    def miss(key: object) -> T:
         value = compute(key)
         if key.__class__ is str:
             if len(known) >= KEY_CACHE_SIZE:
@@ -68,7 +73,7 @@ def str_key_cache(compute: Callable[[Any], Any]) -> tuple:
     return known, miss
 
 
-def _fields(tasks: list, idx: list, key_groups: Optional[int] = None) -> Callable[[Any], int]:
+def _fields(tasks: List[int], idx: List[int], key_groups: Optional[int] = None) -> Chooser:
     """Fields grouping; into a stateful component (``key_groups``), by the owner of the key's group
     (``squall/stateful.py``), so its keyed state can follow a rescale."""
     n = len(tasks)
@@ -82,7 +87,7 @@ def _fields(tasks: list, idx: list, key_groups: Optional[int] = None) -> Callabl
     k = idx[0]
     known, key_task = str_key_cache(lambda key: tasks[stable_hash([key]) % n])
 
-    def choose(values: Any) -> int:
+    def choose(values: Values) -> int:
         try:
             return known[values[k]]
         except (KeyError, TypeError):
@@ -93,11 +98,11 @@ def _fields(tasks: list, idx: list, key_groups: Optional[int] = None) -> Callabl
     return choose
 
 
-def _partial_key(tasks: list, idx: list) -> Callable[[Any], int]:
+def _partial_key(tasks: List[int], idx: List[int]) -> Chooser:
     n = len(tasks)
     load = {t: 0 for t in tasks}
 
-    def choose(values: Any) -> int:
+    def choose(values: Values) -> int:
         data = _packb([values[k] for k in idx])
         a = tasks[zlib.crc32(data) % n]
         b = tasks[zlib.crc32(data, _PARTIAL_SEED) % n]
@@ -108,10 +113,10 @@ def _partial_key(tasks: list, idx: list) -> Callable[[Any], int]:
     return choose
 
 
-def _custom(obj: Any, tasks: list) -> Callable[[Any], list]:
+def _custom(obj: CustomGrouping, tasks: List[int]) -> Callable[[Values], List[int]]:
     allowed = set(tasks)
 
-    def choose(values: Any) -> list:
+    def choose(values: Values) -> List[int]:
         chosen = list(obj.choose_tasks(list(values)))
         bad = [t for t in chosen if t not in allowed]
         if bad:
@@ -120,6 +125,16 @@ def _custom(obj: Any, tasks: list) -> Callable[[Any], list]:
         return chosen
 
     return choose
+
+
+class FastRoute(NamedTuple):
+    """What the instance's fast emit path needs of a stream whose tuples go to one task each."""
+
+    choose: Optional[Chooser]  # None: nothing subscribes
+    fields: int  # values an emit must have
+    next_task: Optional[Callable[[], int]]  # the chooser without the values and without a Python frame
+    key_index: int  # a single-key fields grouping's key among the values
+    key_task: Optional[Callable[[object], int]]  # the task of such a key, for the instance to remember
 
 
 class StreamRoute:
@@ -138,12 +153,10 @@ class StreamRoute:
         self.choosers: list = []  # (chooser, single)
         self.direct_tasks: set = set()
 
-    def fast(self) -> Optional[tuple]:
+    def fast(self) -> Optional[FastRoute]:
         """What the instance's fast emit path needs of this stream, or None if it
         cannot take it (direct, all, custom, several subscribers).
 
-        A plain tuple (unpacked per emit): (chooser or None when nothing
-        subscribes, number of fields, next_task, key index, key_task).
         ``next_task`` (shuffle, local-or-shuffle, global) picks without the
         values and without a Python frame; ``key_task(values[key index])``
         (single-key fields groupings) is the task of a key, for the instance to
@@ -152,10 +165,10 @@ class StreamRoute:
         if self.direct or len(self.choosers) > 1 or (self.choosers and not self.choosers[0][1]):
             return None
         choose = self.choosers[0][0] if self.choosers else None
-        return (choose, len(self.fields), getattr(choose, "next_task", None),
-                getattr(choose, "key_index", 0), getattr(choose, "key_task", None))
+        return FastRoute(choose, len(self.fields), getattr(choose, "next_task", None),
+                         getattr(choose, "key_index", 0), getattr(choose, "key_task", None))
 
-    def targets(self, values: Any, direct_task: Optional[int]) -> list:
+    def targets(self, values: Values, direct_task: Optional[int]) -> List[int]:
         if self.direct:
             if direct_task is None:
                 raise RoutingError(f"stream {self.name!r} is direct: emit it with direct_task=<task id>")
@@ -174,7 +187,7 @@ class StreamRoute:
         return out
 
 
-def _key_groups(topology: Any, consumer: Any) -> Optional[int]:
+def _key_groups(topology: schema.Topology, consumer: schema.Component) -> Optional[int]:
     """A stateful consumer's ``squall.state.key.groups`` (None for others)."""
     if not consumer.stateful:
         return None
@@ -184,12 +197,12 @@ def _key_groups(topology: Any, consumer: Any) -> Optional[int]:
 
 
 def build_routes(
-    topology: Any,
+    topology: schema.Topology,
     component: str,
     component_tasks: Mapping[str, Sequence[int]],
     task_container: Mapping[int, int],
     my_container: int,
-    context: Any = None,
+    context: Optional[TopologyContext] = None,
     chained: Optional[Mapping[str, int]] = None,
 ) -> dict:
     """``{stream name: StreamRoute}`` for every output stream of ``component``. ``chained``: consumer

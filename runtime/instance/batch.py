@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from itertools import chain
-from typing import Any, Optional
+from typing import Optional, Sequence, Set, Union
 
-from squall.runtime.acking import Roots, Span, new_value, roots_of
+from squall.runtime.acking import Roots, Span, SpanValue, new_value, roots_of
 
 INT = {int}
 NO_ANCHOR = object()  # a batch's open span takes no more tuples (a spout's, one anchored to several inputs)
@@ -38,7 +38,7 @@ class Batch:
         self.stream: Optional[str] = None
         self.vals: list = []
         self.spans: list = []
-        self.anchor: Any = NO_ANCHOR
+        self.anchor: Union[Span, None, object] = NO_ANCHOR  # NO_ANCHOR: the open span takes no more
         self.limit = self.size
 
     def open_run(self, stream: str, tracked: bool) -> None:
@@ -52,12 +52,12 @@ class Batch:
         else:
             self.runs.append([stream, self.vals])
 
-    def add(self, stream: str, values: Any) -> None:
+    def add(self, stream: str, values: Sequence[object]) -> None:
         if stream != self.stream:
             self.open_run(stream, False)
         self.vals.append(values)
 
-    def add_span(self, stream: str, values: Any, roots: Optional[Roots], value: Any) -> None:
+    def add_span(self, stream: str, values: Sequence[object], roots: Optional[Roots], value: SpanValue) -> None:
         """At least once: ``values`` starts a span of its own in the trees ``roots`` (None and 0: not
         tracked); the next tuple starts another."""
         if stream != self.stream:
@@ -66,7 +66,7 @@ class Batch:
         self.anchor = NO_ANCHOR
         self.vals.append(values)
 
-    def join(self, stream: str, values: Any, anchor: Optional[Span]) -> None:
+    def join(self, stream: str, values: Sequence[object], anchor: Optional[Span]) -> None:
         """At least once: ``values`` anchored to the received span ``anchor`` (None: not tracked). It
         joins the open span if that is ``anchor``'s; else it starts one that takes a share of
         ``anchor``'s value, and ``anchor``'s ack may ride on it."""
@@ -92,7 +92,7 @@ class Batch:
     def count(self) -> int:
         return sum(len(run[1]) for run in self.runs)
 
-    def roots(self) -> set:
+    def roots(self) -> Set[int]:
         """The trees its tuples are in (at least once)."""
         return {root for run in self.runs for roots in run[2][1::3] if roots is not None
                 for root in roots_of(roots)}

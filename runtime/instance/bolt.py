@@ -81,6 +81,15 @@ class BoltInstance(InstanceState):
         self.process_time += done * ((t_end - t_start) / 2 + (t_start - arrived))
         self.consumed += done
 
+    def account_delivered(self, calls: int, seconds: float) -> None:
+        """Counters of ``calls`` tuples handed to this task by call (a chain's edge), which took about
+        ``seconds`` (sampled): its executes, as received tuples' are (``account``)."""
+        self.execute_count += calls
+        self.execute_calls += calls
+        self.execute_time += seconds
+        self.process_calls += calls
+        self.process_time += seconds
+
     def discarded(self, frames: list) -> None:
         """Their tuples count as consumed: the stream manager's bound on this task's queue counts them."""
         self.consumed += sum(map(frame_count, frames))

@@ -3,7 +3,7 @@
 Each member keeps its own instance (``InstanceState``: its routes, batches,
 counters, user object); what changes is the edge between neighbours. A stream
 of the upstream member whose one subscriber is the next member is *delivered*
-(``delivery.py``): ``emit`` calls the next member's ``process`` on the spot,
+(``edge.py``): ``emit`` calls the next member's ``process`` on the spot,
 with a tuple made in place, no batch, no msgpack, no stream manager.
 Everything else (other streams, other subscribers, tuples from outside the
 chain) goes the usual way, through the stream manager: frames for any member
@@ -29,41 +29,53 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any, Optional
+from types import FrameType
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
+from squall.idl import schema
+from squall.runtime.instance.state import InstanceState, Timers
 from squall.runtime.protocol import CONTROL, DEST_COUNT, HEADER_SIZE
+from squall.runtime.user_errors import UserErrors
 
-log = logging.getLogger("squall.runtime.instance")
+if TYPE_CHECKING:
+    from squall.runtime.instance.bolt import BoltInstance
+
+log = logging.getLogger(__name__)
 _unpack_dest = DEST_COUNT.unpack_from
 
 
-def link(up: Any, down: Any) -> None:
-    """Make ``down`` the next member after ``up`` (made with ``chained={down's component: down's
-    task}``: it routes every tuple for ``down``'s component to ``down``'s task, and its emit is
-    its ``Delivery``'s)."""
-    up.next_member = down
-
-
-def refresh(up: Any) -> None:
-    """After a plan: which of ``up``'s streams the next member is the one subscriber of (the first is
-    delivered by call; a stream with other subscribers goes through the stream manager)."""
-    down = up.next_member
-    subscribers: dict = {}
+def delivered_stream(up: InstanceState, down: InstanceState) -> Optional[str]:
+    """The stream of ``up`` that ``down`` takes by call: the first (by name) whose one subscriber is
+    ``down``'s component, not direct (None: none, after this plan). A stream with other subscribers
+    goes through the stream manager."""
+    subscribers: Dict[str, set] = {}
     for c in up.topology.components:
         for i in c.inputs:
             if i.component == up.component_name:
                 subscribers.setdefault(i.stream, set()).add(c.name)
     streams = sorted(s for s, names in subscribers.items()
                      if names == {down.component_name} and s in up.routes and not up.routes[s].direct)
-    up.delivery.retarget(down, streams[0] if streams else None)
+    return streams[0] if streams else None
 
 
 class Chain:
     """The members of one chain instance, driven by the I/O loop as one instance is: frames in (each
-    to the member it names), timers, bursts of the head (a spout), one ``out`` for all."""
+    to the member it names), timers, bursts of the head (a spout), one ``out`` for all.
 
-    def __init__(self, members: list) -> None:
-        self.members = members
+    Each member but the last was made with ``chained={next member's component: its task}`` (it
+    routes every tuple for that component to that task, and has an ``Edge``); after each plan the
+    chain points every edge at the next member (``delivered_stream``)."""
+
+    def __init__(self, members: Sequence[InstanceState]) -> None:
+        for up in members[:-1]:
+            if up.edge is None:
+                raise ValueError(f"task {up.task_id} ({up.component_name}) was not made as a chain member "
+                                 f"(make_instance(..., chained=...))")
+        for down in members[1:]:
+            if down.reliable and not getattr(down, "auto_ack", True):
+                raise ValueError(f"task {down.task_id} ({down.component_name}) acks its tuples itself (auto_ack "
+                                 f"off): at least once it cannot take tuples by call (squall/chaining.py)")
+        self.members = list(members)
         self.head = head = members[0]
         self.by_task = {m.task_id: m for m in members}
         self.is_spout = head.is_spout
@@ -71,8 +83,12 @@ class Chain:
         for m in members[1:]:
             m.out = self.out  # one connection: everything leaves in order through one buffer
         self.task_id = head.task_id
-        self.timers = _ChainTimers([m.timers for m in members])
+        self.timers = ChainTimers([m.timers for m in members])
         self.names = " -> ".join(f"{m.component_name} task {m.task_id}" for m in members)
+
+    def links(self) -> List[Tuple[InstanceState, BoltInstance]]:
+        """Each member but the last with the next one."""
+        return list(zip(self.members, self.members[1:]))
 
     @property
     def initialized(self) -> bool:
@@ -83,12 +99,25 @@ class Chain:
         return self.head.may_emit
 
     @property
+    def out_head(self) -> int:
+        return self.head.out_head
+
+    @out_head.setter
+    def out_head(self, value: int) -> None:
+        self.head.out_head = value
+
+    @property
     def backpressure_time(self) -> float:
         return self.head.backpressure_time
 
     @backpressure_time.setter
     def backpressure_time(self, value: float) -> None:
         self.head.backpressure_time = value
+
+    @property
+    def errors(self) -> UserErrors:
+        """Where an error outside any member's code is recorded: the head's."""
+        return self.head.errors
 
     def spout_burst(self) -> bool:
         return self.head.spout_burst()
@@ -98,9 +127,9 @@ class Chain:
         if f[4] == CONTROL:
             for m in self.members:
                 m.on_frame(f, clock)
-            for m in self.members[:-1]:
-                if m.initialized:
-                    refresh(m)
+            for up, down in self.links():
+                if up.initialized:
+                    up.edge.retarget(down, delivered_stream(up, down))
             return
         member = self.by_task.get(_unpack_dest(f, HEADER_SIZE)[0])
         if member is None:
@@ -117,29 +146,21 @@ class Chain:
         for m in self.members:
             m.flush_all()
 
-    def on_disconnected(self, clock: float) -> tuple:
+    def on_disconnected(self, clock: float) -> Tuple[int, int]:
         lost = failed = 0
         for m in self.members:
             a, b = m.on_disconnected(clock)
             lost, failed = lost + a, failed + b
         return lost, failed
 
-    def metrics_rows(self, now: float, interval: float, unread_bytes: int, clock: float) -> list:
+    def metrics_rows(self, now: float, interval: float, unread_bytes: int, clock: float) -> List[schema.MetricsRow]:
         """One row per member, each with its own time: a delivered call's estimated time moves from
         the caller's execute time to the callee's; the process's CPU is shared by busy time."""
-        inclusive: dict = {}  # member -> seconds its delivered calls took, caller included
-        for up in self.members[:-1]:
-            calls, sampled, samples = up.delivery.take()
-            down = up.next_member
-            inclusive[down.task_id] = sampled / samples * calls if samples else 0.0
-            if down.reliable:
-                down.ack_count += calls  # auto_ack: with the caller's (less any it acked or failed itself)
-            down.execute_count += calls
-            down.execute_calls += calls
-            down.execute_time += inclusive[down.task_id]
-            down.process_calls += calls
-            down.process_time += inclusive[down.task_id]
-            up.execute_time = max(0.0, up.execute_time - inclusive[down.task_id])
+        for up, down in self.links():
+            calls, sampled, samples = up.edge.take_counts()
+            seconds = sampled / samples * calls if samples else 0.0
+            down.account_delivered(calls, seconds)
+            up.account_handed_on(seconds)
         busy = sum(m.execute_time for m in self.members) or 1.0
         rows = []
         for m in self.members:
@@ -153,10 +174,10 @@ class Chain:
             m.close()
 
 
-class _ChainTimers:
+class ChainTimers:
     """The members' timers as one: due when any is; all started together (flushes stay aligned)."""
 
-    def __init__(self, timers: list) -> None:
+    def __init__(self, timers: List[Timers]) -> None:
         self.timers = timers
 
     @property
@@ -175,13 +196,13 @@ class ComponentLogFilter(logging.Filter):
     """Names the member whose code logged (in the logger's name), found on the stack only when a
     line is logged: the hot path pays nothing."""
 
-    def __init__(self, members: list) -> None:
+    def __init__(self, members: Sequence[InstanceState]) -> None:
         super().__init__()
         self.by_object = {id(m.component): m.component_name for m in members}
         self.head = members[0].component_name
 
     def filter(self, record: logging.LogRecord) -> bool:
-        frame: Optional[Any] = sys._getframe(1)
+        frame: Optional[FrameType] = sys._getframe(1)
         name = self.head
         while frame is not None:
             found = self.by_object.get(id(frame.f_locals.get("self")))

@@ -47,7 +47,7 @@ from squall.stateful import KeyValueState, decode_state, encode_state, group_own
 if TYPE_CHECKING:  # the instance state owns this object: a runtime import would be a cycle
     from squall.runtime.instance.state import InstanceState
 
-log = logging.getLogger("squall.runtime.instance")
+log = logging.getLogger(__name__)
 
 Step = schema.CheckpointStep
 
@@ -183,7 +183,7 @@ class Checkpointing:
         inst.flush_all()  # what was emitted before the marker leaves before it
         if failure is None:  # else the acks held for this checkpoint wait for the next one
             inst.on_checkpoint_saved(cid)
-        marker = inst._packb([inst.task_id, cid, inst.epoch])
+        marker = inst.packb([inst.task_id, cid, inst.epoch])
         for task in self.downstream:
             inst.out += data_frame(task, marker, 0, MARKER)
         if failure is not None:
@@ -216,7 +216,7 @@ class Checkpointing:
         inst.epoch = epoch
         self.restoring = True
         self.restore_from = cid
-        if inst.initialized:  # else initialize() comes first, then init_state (InstanceState.on_plan)
+        if inst.initialized:  # else initialize() comes first, then init_state (InstanceState.on_physical_plan)
             self.init_state()
         inst.on_restored()
         inst.out += control_frame(checkpoint=schema.CheckpointMessage(

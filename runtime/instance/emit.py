@@ -20,50 +20,69 @@ Where a line inlines a method (``Batch.add_span``, ``Batch.join``,
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, NamedTuple, Optional, Sequence
 
+from squall.component import Tuple
 from squall.runtime.acking import ROOT_BITS, TASK_SHIFT, random_bits
-from squall.runtime.instance.batch import NO_ANCHOR
+from squall.runtime.instance.batch import NO_ANCHOR, Batch
+from squall.runtime.instance.edge import Edge, EmitMethod
+from squall.runtime.instance.tuples import Received
 from squall.stream import DEFAULT_STREAM
 
+if TYPE_CHECKING:
+    from squall.runtime.instance.state import InstanceState
 
-def runtime_class(inst: Any, cls: type) -> type:
-    """``cls`` with ``inst``'s fast paths, where it does not override them."""
+
+class FastEmit(NamedTuple):
+    """What the fast emit path needs of one stream, refreshed per plan (``InstanceState.on_physical_plan``)
+    from its route (``StreamRoute.fast``)."""
+
+    fields: int  # values an emit must have
+    key_index: int  # a single-key fields grouping's key among them
+    key_batches: Optional[Dict[object, Batch]]  # that grouping's batch of a known str key (``str_key_cache``)
+    key_miss: Optional[Callable[[object], Batch]]  # the batch of a key not known yet (and remember it)
+    next_task: Optional[Callable[[], int]]  # a grouping that picks without the values (shuffle, global)
+    choose: Optional[Callable[[Sequence[object]], int]]  # the chooser; None: nothing subscribes
+
+
+def runtime_class(inst: InstanceState, cls: type) -> type:
+    """``cls`` with ``inst``'s fast paths, where it does not override them. With ``inst.fast_path``
+    off, only a chain member's edge is added: every other emit, ack and fail goes through the
+    collector's generic methods (``InstanceState.emit``)."""
     from squall.component import Bolt, Spout
 
     base = Spout if inst.is_spout else Bolt
     methods: dict = {}
     own_emit = getattr(cls, "emit", None) is not base.emit
+    generic = own_emit or not inst.fast_path
     if inst.chained:  # a chain member: its next member's stream is delivered by call
-        from squall.runtime.instance.delivery import Delivery
-
-        inst.delivery = Delivery(inst)
-        delivered, emit_many = inst.delivery.wrap(generic_emit(inst) if own_emit else
-                                                  fast_emit(inst, tracked=inst.reliable))
+        inst.edge = Edge(inst)
+        delivered, emit_many = inst.edge.wrap(generic_emit(inst) if generic else
+                                              fast_emit(inst, tracked=inst.reliable))
         if getattr(cls, "emit_many", None) is base.emit_many:
             if inst.is_spout:
-                def spout_emit_many(spout: Any, values_list: Any, tup_ids: Any = None,
+                def spout_emit_many(spout: Spout, values_list: list, tup_ids: Optional[Sequence[object]] = None,
                                     stream: str = DEFAULT_STREAM) -> None:
                     emit_many(spout, values_list, stream, None, tup_ids)
 
                 methods["emit_many"] = spout_emit_many
             else:
                 methods["emit_many"] = emit_many
-    if not own_emit:
+    if not own_emit and (inst.chained or inst.fast_path):
         emit = delivered if inst.chained else fast_emit(inst, tracked=inst.reliable)
         if inst.is_spout:
-            def spout_emit(spout: Any, values: Any, tup_id: Any = None, stream: str = DEFAULT_STREAM,
-                           direct_task: Optional[int] = None) -> tuple:
+            def spout_emit(spout: Spout, values: Sequence[object], tup_id: object = None,
+                           stream: str = DEFAULT_STREAM, direct_task: Optional[int] = None) -> tuple:
                 return emit(spout, values, stream, None, direct_task, tup_id)
 
             methods["emit"] = spout_emit
         else:
             methods["emit"] = emit
-    if not inst.is_spout and not inst.reliable:  # at least once, acks and fails go through the collector
-        def ack(bolt: Any, tup: Any) -> None:
+    if not inst.is_spout and not inst.reliable and inst.fast_path:  # at least once, the collector's
+        def ack(bolt: Bolt, tup: Received) -> None:
             inst.ack_count += 1
 
-        def fail(bolt: Any, tup: Any) -> None:
+        def fail(bolt: Bolt, tup: Received) -> None:
             inst.fail_count += 1
 
         if getattr(cls, "ack", None) is Bolt.ack:
@@ -76,17 +95,18 @@ def runtime_class(inst: Any, cls: type) -> type:
                                        "__qualname__": cls.__qualname__, **methods})
 
 
-def generic_emit(inst: Any) -> Callable:
+def generic_emit(inst: InstanceState) -> EmitMethod:
     """The collector's emit with an ``emit`` method's signature (for a class with its own ``emit``,
-    which reaches the collector through it)."""
-    def emit(component: Any, values: Any, stream: str = DEFAULT_STREAM, anchors: Any = None,
-             direct_task: Optional[int] = None, tup_id: Any = None) -> tuple:
+    which reaches the collector through it, or with the fast path off)."""
+    def emit(component: object, values: Sequence[object], stream: str = DEFAULT_STREAM,
+             anchors: Optional[Iterable[Tuple]] = None, direct_task: Optional[int] = None,
+             tup_id: object = None) -> tuple:
         return inst.emit(values, stream, tup_id, anchors, direct_task)
 
     return emit
 
 
-def fast_emit(inst: Any, tracked: bool = False) -> Callable:
+def fast_emit(inst: InstanceState, tracked: bool = False) -> EmitMethod:
     """A bolt-signature ``emit`` method with the fast path; ``inst.fast_routes`` is refreshed per plan.
 
     ``tracked`` (at least once): a spout's tuple emitted with an id starts a tree; a bolt's is
@@ -96,20 +116,20 @@ def fast_emit(inst: Any, tracked: bool = False) -> Callable:
     fast = inst.fast_routes
     batches = inst.batches
     slow = inst.emit
-    send = inst._send
-    append = inst._append
-    emits = inst._emits
+    send = inst.send_batch
+    append = inst.append
+    emits = inst.emit_cell
     bits = random_bits
     spout = inst.is_spout
     auto_anchor = tracked and not spout and inst.auto_anchor
-    auto_ack = tracked and not spout and inst.auto_ack
     trees = inst.tracker.trees if spout else None
     task_id = inst.task_id
     task_bits = task_id << TASK_SHIFT
     clock = time.monotonic
 
-    def emit(component: Any, values: Any, stream: str = DEFAULT_STREAM, anchors: Any = None,
-             direct_task: Optional[int] = None, tup_id: Any = None) -> tuple:
+    def emit(component: object, values: Sequence[object], stream: str = DEFAULT_STREAM,
+             anchors: Optional[Iterable[Tuple]] = None, direct_task: Optional[int] = None,
+             tup_id: object = None) -> tuple:
         try:
             fields, key_index, key_batches, key_miss, next_task, choose = fast[stream]
         except KeyError:
@@ -151,10 +171,8 @@ def fast_emit(inst: Any, tracked: bool = False) -> Callable:
                 return batch.targets
             if not auto_anchor:
                 anchor = None
-            elif auto_ack:
-                anchor = inst.anchor_span or inst.anchor()
             else:
-                anchor = inst.current.span
+                anchor = inst.anchor_span or inst.anchor()
             if batch.stream != stream:
                 batch.join(stream, values, anchor)
                 if batch.full:

@@ -29,19 +29,23 @@ import signal
 import socket
 import termios
 import time
-from typing import Any, Optional
+from typing import TYPE_CHECKING, List, Optional, Protocol, Tuple, Union
 
 from squall.idl import schema
-from squall.runtime.instance.chain import Chain, ComponentLogFilter, link
-from squall.runtime.instance.delivery import UserError
+from squall.runtime.instance.chain import Chain, ChainTimers, ComponentLogFilter
+from squall.runtime.instance.edge import UserError
 from squall.runtime.instance.make import make_instance
+from squall.runtime.instance.state import Timers
 from squall.runtime.metrics_sender import BlockingMetricsSender
 from squall.runtime.protocol import HEADER, BlockingConnection, ProtocolError
-from squall.runtime.user_errors import CHECKPOINT_STORAGE, UNCAUGHT
+from squall.runtime.user_errors import CHECKPOINT_STORAGE, UNCAUGHT, UserErrors
 from squall.state import StorageError
 from squall.supervision import RetryPolicy
 
-log = logging.getLogger("squall.runtime.instance")
+if TYPE_CHECKING:
+    from squall.runtime.bootstrap import RuntimeEnv
+
+log = logging.getLogger(__name__)
 
 # A bolt sends what it has emitted once this much is waiting (and every flush interval).
 OUT_FLUSH_BYTES = 64 * 1024
@@ -49,12 +53,49 @@ OUT_FLUSH_BYTES = 64 * 1024
 DRAIN_QUIET_SECS = 0.2
 
 
-def local_host(env: Any) -> str:
+class Driven(Protocol):
+    """What the loop drives: one task's ``InstanceState``, or the ``Chain`` of the tasks this process runs."""
+
+    is_spout: bool
+    task_id: int
+    out: bytearray
+    out_head: int
+    backpressure_time: float
+
+    @property
+    def initialized(self) -> bool: ...
+
+    @property
+    def may_emit(self) -> bool: ...
+
+    @property
+    def timers(self) -> Union[Timers, ChainTimers]: ...
+
+    @property
+    def errors(self) -> UserErrors: ...
+
+    def spout_burst(self) -> bool: ...
+
+    def on_frame(self, f: bytes, clock: float) -> None: ...
+
+    def on_timers(self, now: float) -> bool: ...
+
+    def on_disconnected(self, clock: float) -> Tuple[int, int]: ...
+
+    def flush_all(self) -> None: ...
+
+    def metrics_rows(self, now: float, interval: float, unread_bytes: int, clock: float) -> list: ...
+
+    def close(self) -> None: ...
+
+
+def local_host(env: RuntimeEnv) -> str:
     """Where this container's own daemons are reached."""
     return "127.0.0.1" if env.bind_host in ("", "0.0.0.0") else env.bind_host
 
 
-def _connect_stmgr(env: Any, task: int, component: str, chain: Optional[list] = None) -> BlockingConnection:
+def _connect_stmgr(env: RuntimeEnv, task: int, component: str,
+                   chain: Optional[List[schema.InstanceId]] = None) -> BlockingConnection:
     """A connection to this container's stream manager, retried (it may be starting, or restarting)
     for ``squall.instance.reconnect.timeout.secs``; ProtocolError past that. ``chain``: the
     ``InstanceId`` of every task this process runs."""
@@ -67,7 +108,7 @@ def _connect_stmgr(env: Any, task: int, component: str, chain: Optional[list] = 
         ProtocolError, f"task {task}: connecting to the stream manager on port {port}")
 
 
-def _instance(env: Any, component: str, task: int) -> tuple:
+def _instance(env: RuntimeEnv, component: str, task: int) -> Tuple[Driven, Optional[List[schema.InstanceId]]]:
     """(what the loop drives: the task's instance, or the ``Chain`` it heads; the ``InstanceId`` of each
     task it runs when that is a chain, else None)."""
     from squall.chaining import chain_instances, chains
@@ -85,8 +126,6 @@ def _instance(env: Any, component: str, task: int) -> tuple:
         after = {members[k + 1][0]: members[k + 1][1]} if k + 1 < len(members) else None
         instances.append(make_instance(env.topology, name, t, env.args.container, env.config,
                                        batch_size=batch_size, chained=after))
-    for up, down in zip(instances, instances[1:]):
-        link(up, down)
     chain = Chain(instances)
     for handler in logging.getLogger().handlers:
         handler.addFilter(ComponentLogFilter(instances))
@@ -115,7 +154,7 @@ class _Loop:
     emit and count.
     """
 
-    def __init__(self, inst: Any, conn: BlockingConnection, metrics: BlockingMetricsSender,
+    def __init__(self, inst: Driven, conn: BlockingConnection, metrics: BlockingMetricsSender,
                  drain_max: float, gc_threshold: int) -> None:
         self.inst = inst
         self.attach(conn)
@@ -258,7 +297,7 @@ class _Loop:
                 log.warning("task %d: its last output was not sent: %s", self.inst.task_id, e)
 
 
-def run(env: Any) -> int:
+def run(env: RuntimeEnv) -> int:
     """The instance process: ``env.args.task`` in ``env.args.container``."""
     task = env.args.task
     cplan = env.container_plan()
@@ -301,9 +340,9 @@ def run(env: Any) -> int:
         return 1
     except Exception as e:  # from user code (next_tuple, initialize, process without auto_fail): the task exits
         if isinstance(e, StorageError):  # a checkpoint that cannot be loaded: the runtime's failure
-            getattr(inst, "head", inst).errors.runtime_failure(CHECKPOINT_STORAGE, str(e))
+            inst.errors.runtime_failure(CHECKPOINT_STORAGE, str(e))
         elif not isinstance(e, UserError):  # a chain member's is recorded where it was raised
-            getattr(inst, "head", inst).errors.record(UNCAUGHT)
+            inst.errors.record(UNCAUGHT)
         try:
             loop.send_metrics()  # the error reaches the topology master before the executor restarts the task
         except OSError as lost:

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Optional
+from typing import Iterable, Optional, Sequence
 
-from squall.component import TupleBatch
-from squall.runtime.acking import TASK_SHIFT, Roots, Span, root_task, roots_of, shared_span
+from squall.component import Tuple, TupleBatch, TupleSource
+from squall.idl import schema
+from squall.runtime.acking import TASK_SHIFT, Roots, Span, SpanValue, root_task, roots_of, shared_span
 from squall.runtime.instance.batch import untouched_acks
 from squall.runtime.instance.bolt import BoltInstance
-from squall.runtime.instance.tuples import IDLE, AutoAckedTuple, TrackedTuple
+from squall.runtime.instance.tuples import IDLE, AutoAckedTuple, Received, TrackedTuple
 from squall.runtime.protocol import ACK, RateLimitedLog, data_frame
 
-log = logging.getLogger("squall.runtime.instance")
+log = logging.getLogger(__name__)
 FAILED_TUPLES = RateLimitedLog(log)  # a bolt that raises on every tuple writes one line per 10 s
 _END = object()  # appended to a received run: its last span ends there
 
@@ -28,12 +29,11 @@ class ReliableBoltInstance(BoltInstance):
     def init_role(self) -> None:
         super().init_role()
         self.acks_out: dict = {}  # spout task -> [[root, value, root, value, ...], [failed root, ...]]
-        self.current: Any = IDLE  # the tuple process() is running on (auto_anchor)
-        self.handled = 0  # tuples the bolt acked or failed itself under auto_ack (not acked again)
+        self.current: Received = IDLE  # the tuple process() is running on (auto_anchor)
         # under auto_ack, the received span being processed: its roots and value, its Span once
         # something needed one (an anchored emit, a fail), and the Span auto_anchor emits join now
         self.span_roots: Optional[Roots] = None
-        self.span_value: Any = 0
+        self.span_value: SpanValue = 0
         self.span: Optional[Span] = None
         self.anchor_span: Optional[Span] = None
         self.spout_task: Optional[int] = None  # the plan's only spout task, if it has one
@@ -51,7 +51,6 @@ class ReliableBoltInstance(BoltInstance):
 
     def on_tasks(self, component_tasks: dict) -> None:
         super().on_tasks(component_tasks)
-        from squall.idl import schema
 
         spout_tasks = [t for c in self.topology.components if c.kind == schema.ComponentKind.SPOUT
                        for t in component_tasks.get(c.name, ())]
@@ -62,7 +61,6 @@ class ReliableBoltInstance(BoltInstance):
         """The runs ``[stream, values, spans]`` of one frame: each tuple in its span, anchored, acked
         and failed as the bolt says."""
         t_start = time.perf_counter()
-        handled = self.handled
         done = 0
         for stream, vals, spans in runs:
             source = self.source(src, comp, stream)
@@ -73,12 +71,10 @@ class ReliableBoltInstance(BoltInstance):
                 self._run_auto_acked(source, vals, spans)
             else:
                 self._run_acked_by_bolt(source, vals, spans)
-        if self.auto_ack:
-            self.ack_count += done - (self.handled - handled)
         self.account(done, t_start, time.perf_counter(), arrived)
         return done
 
-    def _run_auto_acked(self, source: Any, vals: list, spans: list) -> None:
+    def _run_auto_acked(self, source: TupleSource, vals: list, spans: list) -> None:
         """One received run under ``auto_ack``: a span is acked as a whole once process() has returned
         for its last tuple, its value sent once, not once per tuple.
 
@@ -90,7 +86,6 @@ class ReliableBoltInstance(BoltInstance):
         """
         process = self.component.process
         make = AutoAckedTuple
-        auto_fail = self.auto_fail
         rides = self.rides
         n = len(vals)
         vals.append(_END)
@@ -119,20 +114,18 @@ class ReliableBoltInstance(BoltInstance):
             tup.values = v
             tup.source = source
             tup.roots = roots
-            self.current = tup  # _execute(tup) inlined: this loop is every tuple's cost
+            self.current = tup  # take() inlined: this loop is every tuple's cost
             try:
                 process(tup)
             except Exception:
-                if not auto_fail:
-                    raise
-                self._raised(tup)
+                self.raised(tup)
         self.current = IDLE
         self.span_roots = self.span = self.anchor_span = None
         pairs = untouched_acks(spans, touched)
         if pairs:
             self._queue_acks(pairs)
 
-    def _run_batched(self, source: Any, vals: list, spans: list) -> None:
+    def _run_batched(self, source: TupleSource, vals: list, spans: list) -> None:
         """One received run for a bolt with its own process_batch (``auto_ack``: ``build()`` checks):
         each span's tuples in one call, acked together when it returns, failed together when it
         fails the batch or raises (``auto_fail``)."""
@@ -147,27 +140,24 @@ class ReliableBoltInstance(BoltInstance):
             try:
                 process_batch(batch)
             except Exception:
-                if not self.auto_fail:
-                    raise
-                self._raised(batch)
-            self._batch_done(batch, roots, value)
+                self.raised(batch)
+            self._batch_done(roots, value)
         self.current = IDLE
         self.span_roots = self.span = self.anchor_span = None
 
-    def _batch_done(self, batch: Any, roots: Any, value: Any) -> None:
+    def _batch_done(self, roots: Optional[Roots], value: SpanValue) -> None:
         """process_batch returned: the span is acked (it rides on a child span, or goes out in an ACK
-        frame), unless the batch failed (each of its tuples counts as failed)."""
+        frame), unless the batch failed."""
         span = self.span
         if span is not None and span.failed:
-            self.fail_count += len(batch) - 1  # fail_tuple counted one
-            self.handled += len(batch) - 1
-        elif span is not None:
+            return
+        if span is not None:
             self._span_acked(span)
         elif roots is not None:
             self._queue_acks([x for pair in zip(roots_of(roots), [value] * len(roots_of(roots))
                                                  if value.__class__ is int else value) for x in pair])
 
-    def _run_acked_by_bolt(self, source: Any, vals: list, spans: list) -> None:
+    def _run_acked_by_bolt(self, source: TupleSource, vals: list, spans: list) -> None:
         """One received run for a bolt that acks itself: each tuple holds its ``Span``, which is
         acked once the bolt has acked every tuple in it."""
         for k in range(0, len(spans), 3):
@@ -182,25 +172,76 @@ class ReliableBoltInstance(BoltInstance):
                 self._execute(tup)
         self.current = IDLE
 
-    def _execute(self, tup: Any) -> None:
+    def _execute(self, tup: TrackedTuple) -> None:
         """process() one tuple; under ``auto_fail`` a raise fails it (its trees are replayed)."""
         self.current = tup
         try:
             self.component.process(tup)
         except Exception:
-            if not self.auto_fail:
-                raise
-            self._raised(tup)
+            self.raised(tup)
 
-    def _raised(self, tup: Any) -> None:
-        """``auto_fail``: process() raised on ``tup``, which fails (its trees are replayed)."""
+    # tuples handed on by call (a chain's edge, edge.py) --------------------------------
+    def take(self, values: Sequence[object], source: TupleSource, span: Optional[Span]) -> None:
+        """One tuple from the previous member of a chain, processed in the caller's ``span`` (None:
+        not tracked): the emits it makes take shares of that span, its fail fails it, and its ack
+        (``auto_ack``, which chaining requires) is the caller's."""
+        if self.batched:
+            self.take_batch([values], source, span)
+            return
+        tup = AutoAckedTuple()
+        tup.values = values
+        tup.source = source
+        tup.roots = None if span is None else span.roots
+        self.span = span
+        self.current = tup
+        try:
+            self.component.process(tup)
+        except Exception:
+            self.raised(tup)
+        self.current = IDLE
+        self.span = self.anchor_span = None
+
+    def take_batch(self, values_list: list, source: TupleSource, span: Optional[Span]) -> None:
+        """Tuples from the previous member of a chain (its ``emit_many``), as ``take``: one
+        ``process_batch`` call for them all, or ``process`` for each."""
+        roots = None if span is None else span.roots
+        self.span = span
+        if self.batched:
+            batch = self.current = TupleBatch(values_list, source, roots)
+            try:
+                self.component.process_batch(batch)
+            except Exception:
+                self.raised(batch)
+        else:
+            process = self.component.process
+            for values in values_list:
+                tup = self.current = AutoAckedTuple()
+                tup.values = values
+                tup.source = source
+                tup.roots = roots
+                try:
+                    process(tup)
+                except Exception:
+                    self.raised(tup)
+                self.anchor_span = None
+        self.current = IDLE
+        self.span = self.anchor_span = None
+
+    # failures and counts ------------------------------------------------------------------
+    def raised(self, tup: Received) -> None:
+        """process() (or process_batch) raised on ``tup``: call it in the ``except`` block. Under
+        ``auto_fail`` the tuple fails (its trees are replayed) and the bolt goes on; otherwise the
+        exception goes on up."""
+        if not self.auto_fail:
+            raise  # noqa: PLE0704 (re-raises the exception the caller is handling)
         FAILED_TUPLES.warning("task %d: process() raised; the tuple fails and its tree is replayed",
                               self.task_id, exc_info=True)
         self.errors.record("process(): the tuple failed")
         self.fail_tuple(tup)
 
     # emits ---------------------------------------------------------------------------
-    def emit_to(self, values: Any, stream: str, targets: Any, tup_id: Any, anchors: Any) -> None:
+    def emit_to(self, values: Sequence[object], stream: str, targets: Sequence[int], tup_id: object,
+                anchors: Optional[Iterable[Tuple]]) -> None:
         """The tuple joins a span of its anchors' trees (the fast path in ``emit.py`` does the same
         for one target and the tuple being processed). Anchors already acked or failed anchor
         nothing (Storm's rule: anchor before you ack)."""
@@ -216,13 +257,13 @@ class ReliableBoltInstance(BoltInstance):
                 by_id.setdefault(id(span), span)
         spans = list(by_id.values())
         for t in targets:
-            batch = self._batch(t)
+            batch = self.batch_for(t)
             if len(spans) > 1:
                 batch.add_span(stream, values, *shared_span(spans))
             else:
                 batch.join(stream, values, spans[0] if spans else None)
             if batch.full:
-                self._send(batch)
+                self.send_batch(batch)
 
     def open_span(self) -> Optional[Span]:
         """Under ``auto_ack``: the ``Span`` of the received span being processed (None: not tracked),
@@ -232,24 +273,26 @@ class ReliableBoltInstance(BoltInstance):
         return self.span
 
     def anchor(self) -> Optional[Span]:
-        """Under ``auto_ack``: the span auto_anchor emits join, while the tuple being processed has
-        not been acked or failed (Storm's rule: anchor before you ack)."""
+        """The span an emit anchored to the tuple being processed joins (None: not tracked), while
+        that tuple has not been acked or failed (Storm's rule: anchor before you ack). Under
+        ``auto_ack`` it is kept in ``anchor_span`` until then (the fast path reads that first)."""
+        if not self.auto_ack:
+            return self.current.span  # IDLE's is None
         if self.current is IDLE:
             return None
         self.anchor_span = self.open_span()
         return self.anchor_span
 
     # acks and fails ----------------------------------------------------------------------
-    def ack(self, tup: Any) -> None:
-        """The bolt acks ``tup``, once. Under ``auto_ack`` only the tuple being processed counts (the
-        others are acked already), and its span is acked as a whole once process() returns (a batch
-        is acked when process_batch returns)."""
+    def ack(self, tup: Received) -> None:
+        """The bolt acks ``tup``, once. Under ``auto_ack`` only the tuple being processed can be (the
+        others are acked already): later emits are not anchored to it, and its span is acked as a
+        whole once process() returns (a batch when process_batch returns; ``metrics_row`` counts
+        it)."""
         if self.auto_ack:
             if tup is self.current and tup is not IDLE and tup.__class__ is not TupleBatch:
                 self.current = IDLE
                 self.anchor_span = None
-                self.ack_count += 1
-                self.handled += 1
             return
         if tup.__class__ is not TrackedTuple or tup.span is None:
             return
@@ -260,33 +303,38 @@ class ReliableBoltInstance(BoltInstance):
         if not span.open and not span.failed:
             self._span_acked(span)
 
-    def fail(self, tup: Any) -> None:
+    def fail(self, tup: Received) -> None:
         """The bolt fails ``tup``: its trees fail at their spouts, which replay them (once; under
         ``auto_ack`` only the tuple being processed can fail)."""
         self.fail_tuple(tup)
 
-    def fail_tuple(self, tup: Any) -> None:
+    def fail_tuple(self, tup: Received) -> None:
+        """``tup`` fails, once: counted (a batch, each of its tuples), and its span's trees are failed
+        at their spouts."""
         if self.auto_ack:
             if tup is not self.current or tup is IDLE:
                 return
             self.current = IDLE
             self.anchor_span = None
-            self.handled += 1
-            self.fail_count += 1
+            self.fail_count += len(tup) if tup.__class__ is TupleBatch else 1
             span = self.open_span()
-        elif tup.__class__ is not TrackedTuple:
+        elif tup.__class__ is not TrackedTuple or tup.span is None:
             return
         else:
             span = tup.span
             tup.span = None
-        if span is None:
-            return
-        if not self.auto_ack:
             self.fail_count += 1
-        if not span.failed:
+        if span is not None and not span.failed:
             span.failed = True
             for root in roots_of(span.roots):
                 self._ack_batch(root_task(root))[1].append(root)
+
+    def metrics_row(self, now: float, interval: float, unread_bytes: int = 0, clock: float = 0.0) -> schema.MetricsRow:
+        """Under ``auto_ack`` every tuple executed is acked unless it failed (acks are counted here,
+        once, for every tuple: received, or handed on by call in a chain, ``Chain.metrics_rows``)."""
+        if self.auto_ack:
+            self.ack_count = self.execute_count - self.fail_count
+        return super().metrics_row(now, interval, unread_bytes, clock)
 
     def _span_acked(self, span: Span) -> None:
         """Every tuple of ``span`` is acked: its ack rides on its last child span, or is queued for
@@ -346,6 +394,6 @@ class ReliableBoltInstance(BoltInstance):
     def flush_role(self) -> None:
         if self.acks_out:
             for spout_task, (acks, fails) in self.acks_out.items():
-                self.out += data_frame(spout_task, self._packb([self.task_id, acks, fails]), 0, ACK)
+                self.out += data_frame(spout_task, self.packb([self.task_id, acks, fails]), 0, ACK)
             self.acks_out.clear()
         super().flush_role()

@@ -8,12 +8,13 @@ complete, fail or time out.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Iterable, Optional, Sequence
 
 import msgpack
 
+from squall.component import Tuple
 from squall.metrics_schema import PENDING, TIMEOUT_COUNT
-from squall.runtime.acking import AckTracker, new_value
+from squall.runtime.acking import AckTracker, Span, new_value, roots_of
 from squall.runtime.instance.state import InstanceState
 from squall.runtime.protocol import DATA_HEADER_SIZE
 
@@ -100,7 +101,7 @@ class SpoutInstance(InstanceState):
             for root in list(self.tracker.trees):
                 tup_id = self.tracker.fail(root)
                 if tup_id is not None:
-                    self._failed(tup_id)
+                    self.tree_failed(tup_id)
 
     def role_metrics(self, clock: float) -> dict:
         if self.throttled:  # time throttled so far counts in this bucket
@@ -120,19 +121,20 @@ class SpoutInstance(InstanceState):
             unsent = set().union(*(batch.roots() for batch in self.batches.values()))
             for root in [r for r in self.tracker.trees if r not in unsent]:
                 failed += 1
-                self._failed(self.tracker.fail(root))
+                self.tree_failed(self.tracker.fail(root))
         return lost, failed
 
     # trees (at least once) -------------------------------------------------------------
-    def emit_to(self, values: Any, stream: str, targets: Any, tup_id: Any, anchors: Any) -> None:
+    def emit_to(self, values: Sequence[object], stream: str, targets: Sequence[int], tup_id: object,
+                anchors: Optional[Iterable[Tuple]]) -> None:
         """At least once, a tuple with an id starts a tree: one span per copy, each with a random value
         (the fast path in ``emit.py`` does the same for one target)."""
         if not self.reliable:
             return super().emit_to(values, stream, targets, tup_id, anchors)
-        root = None if tup_id is None else self.tracker.fresh_root(self.task_id)
+        root = None if tup_id is None else self.open_tree()
         xor = 0
         for t in targets:
-            batch = self._batch(t)
+            batch = self.batch_for(t)
             if root is None:
                 batch.join(stream, values, None)
             else:
@@ -140,9 +142,9 @@ class SpoutInstance(InstanceState):
                 xor ^= value
                 batch.add_span(stream, values, root, value)
             if batch.full:
-                self._send(batch)
-        if root is not None and not self.tracker.start(root, tup_id, xor, time.monotonic()):
-            self.complete(tup_id, 0.0)  # no subscriber: nothing to wait for
+                self.send_batch(batch)
+        if root is not None:
+            self.start_tree(root, tup_id, xor, 0.0)  # no subscriber: nothing to wait for
 
     def on_acks(self, frame_bytes: bytes) -> None:
         """Acks and fails of its trees (an ACK frame)."""
@@ -158,16 +160,39 @@ class SpoutInstance(InstanceState):
         for root in fails:
             tup_id = self.tracker.fail(root)
             if tup_id is not None:
-                self._failed(tup_id)
+                self.tree_failed(tup_id)
 
-    def complete(self, tup_id: Any, latency: float) -> None:
+    def open_tree(self) -> int:
+        """A root for a new tree of this task (``start_tree`` starts it once its first spans are out)."""
+        return self.tracker.fresh_root(self.task_id)
+
+    def start_tree(self, root: int, tup_id: object, xor: int, latency: float) -> None:
+        """The tree ``root`` of the tuple emitted with ``tup_id`` is open with spans whose values XOR to
+        ``xor``; with none (0: nothing subscribes, or the whole tree was processed in a chain) it is
+        complete now, ``latency`` seconds after its emit."""
+        if not self.tracker.start(root, tup_id, xor, time.monotonic()):
+            self.complete(tup_id, latency)
+
+    def trees_back(self, span: Span, tup_ids: Sequence[object], latency: float) -> None:
+        """Tuples this chain head handed on by call in ``span`` (one tree each, in ``span.roots``) came
+        back ``latency`` seconds after the call: their trees failed in the chain, or go on with what
+        the tuples leaving the chain took of the span (``span.delta``), or are complete."""
+        for root, tup_id in zip(roots_of(span.roots), tup_ids):
+            if span.failed:
+                self.tree_failed(tup_id)
+            else:
+                self.start_tree(root, tup_id, span.delta, latency)
+
+    def complete(self, tup_id: object, latency: float) -> None:
         """The tree of ``tup_id`` completed ``latency`` seconds after its emit."""
         self.ack_count += 1
         self.completed += 1
         self.complete_time += latency
         self.component.ack(tup_id)
 
-    def _failed(self, tup_id: Any) -> None:
+    def tree_failed(self, tup_id: object) -> None:
+        """The tree of ``tup_id`` failed (a bolt failed a tuple in it, it timed out, or crossed a lost
+        stream manager): the spout's ``fail``."""
         self.fail_count += 1
         self.component.fail(tup_id)
 
@@ -175,4 +200,4 @@ class SpoutInstance(InstanceState):
         """Trees open past ``topology.message.timeout.secs`` fail and are handed back."""
         for tup_id in self.tracker.expire(now):
             self.timeouts += 1
-            self._failed(tup_id)
+            self.tree_failed(tup_id)

@@ -13,26 +13,33 @@ from __future__ import annotations
 import json
 import logging
 import os
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Dict, Iterable, Mapping, Optional, Sequence
 
 import msgpack
 
-from squall.component import TICK_FREQ_KEY
+from squall.component import TICK_FREQ_KEY, Component, Tuple, TopologyContext
+from squall.conf import Config
 from squall.idl import schema
 from squall.metrics_schema import CHAIN
 from squall.runtime.instance.batch import Batch
+from squall.runtime.instance.emit import FastEmit
+from squall.runtime.instance.tuples import Received
 from squall.runtime.protocol import (ACK, CONTROL, DATA, HEADER, MARKER, ProtocolError, data_frame,
                                      decode_control, frame_count)
-from squall.runtime.routing import RoutingError, build_routes, str_key_cache
+from squall.runtime.routing import RoutingError, StreamRoute, build_routes, str_key_cache
 from squall.runtime.user_errors import UserErrors
 
-log = logging.getLogger("squall.runtime.instance")
+if TYPE_CHECKING:
+    from squall.runtime.instance.checkpointing import Checkpointing
+    from squall.runtime.instance.edge import Edge
+
+log = logging.getLogger(__name__)
 
 
 class Timers:
     """When an instance next flushes its batches, reports metrics, ticks and expires trees (monotonic)."""
 
-    def __init__(self, config: Any, ticks: bool, expires: bool, message_timeout: float,
+    def __init__(self, config: Config, ticks: bool, expires: bool, message_timeout: float,
                  tick_every: Optional[float] = None) -> None:
         self.flush_every = float(config["squall.instance.flush.interval.ms"]) / 1000
         self.bucket = float(config["topology.builtin.metrics.bucket.size.secs"])
@@ -52,7 +59,7 @@ class Timers:
         return min(self.next_flush, self.next_metrics, self.next_tick, self.next_expire)
 
 
-def _own_tick(topology: Any, component_name: str, config: Any) -> Optional[float]:
+def _own_tick(topology: schema.Topology, component_name: str, config: Config) -> Optional[float]:
     """The component's ``topology.tick.tuple.freq.secs``: its own config's when it sets one (Storm's
     per-component tick frequency; a windowed bolt's build() sets it), else ``config``'s."""
     from squall.logical import component_config, find_component
@@ -69,13 +76,12 @@ class InstanceState:
 
     is_spout = False
     may_emit = False  # a spout's turn to call next_tuple (SpoutInstance)
-    # in a chain (chain.py): the next member, and the edge to it
-    next_member: Any = None
-    delivery: Any = None
+    # in a chain (chain.py): the edge to the next member (edge.py)
+    edge: Optional[Edge] = None
 
-    def __init__(self, topology: Any, component_name: str, task_id: int, container: int,
-                 config: Any, batch_size: int = 1000, component_obj: Any = None,
-                 chained: Optional[dict] = None):
+    def __init__(self, topology: schema.Topology, component_name: str, task_id: int, container: int,
+                 config: Optional[Config], batch_size: int = 1000, component_obj: Optional[Component] = None,
+                 chained: Optional[Mapping[str, int]] = None, fast_path: bool = True):
         from squall.logical import find_component, topology_config
 
         config = config or topology_config(topology)
@@ -85,6 +91,7 @@ class InstanceState:
         self.container = container
         self.config = config
         self.batch_size = batch_size
+        self.fast_path = fast_path  # emit, ack and fail by generated methods (emit.py); off: the generic ones
         self.reliable = config["topology.reliability.mode"] == "ATLEAST_ONCE"
         self.message_timeout = float(config["topology.message.timeout.secs"])
         self.waiting: list = []  # DATA frames from senders newer than the plan: handled once a plan names them
@@ -93,18 +100,18 @@ class InstanceState:
                              message_timeout=self.message_timeout,
                              tick_every=_own_tick(topology, component_name, config))
         self.fields_of = {(c.name, s.name): list(s.fields) for c in topology.components for s in c.outputs}
-        self.task_component: dict = {}
-        self.routes: dict = {}
-        self.context: Any = None
+        self.task_component: Dict[int, str] = {}
+        self.routes: Dict[str, StreamRoute] = {}
+        self.context: Optional[TopologyContext] = None
         self.initialized = False
         self.active = False
-        self.plan: Any = None
+        self.plan: Optional[schema.PhysicalPlan] = None
         self.out = bytearray()
         self.out_head = 0  # bytes at the start of ``out`` that end a frame the socket took the start of (loop.py)
-        self.batches: dict = {}  # destination task -> Batch, for every task of the plan
-        self.fast_routes: dict = {}  # stream -> (fields, key index, key batches, key miss, next_task, chooser)
-        self._packb = msgpack.Packer(use_bin_type=True).pack
-        self._emits = [0]
+        self.batches: Dict[int, Batch] = {}  # destination task -> Batch, for every task of the plan
+        self.fast_routes: Dict[str, tuple] = {}  # stream -> what the fast emit path needs of it (``FastEmit``)
+        self.packb = msgpack.Packer(use_bin_type=True).pack
+        self.emit_cell = [0]  # emits since the last metrics bucket (``emit_count``), bumped by the fast paths
         self.chained = chained  # consumer -> its task in this process (a chain): every tuple for it goes there
         self.errors = UserErrors()  # raised in user code this bucket: reported in the metrics row
         self.epoch = 0  # checkpoints: tuples and markers of another epoch are dropped (docs/state.md)
@@ -121,7 +128,7 @@ class InstanceState:
         component_obj._collector = self
         self.component = component_obj
 
-    def _checkpointing(self, spec: Any) -> Any:
+    def _checkpointing(self, spec: schema.Component) -> Optional[Checkpointing]:
         """The task's part in checkpoints, when its topology runs them (``checkpointing.py``)."""
         from squall.logical import component_config
         from squall.stateful import checkpointing
@@ -147,11 +154,11 @@ class InstanceState:
     @property
     def emit_count(self) -> int:
         """Emits since the last metrics bucket (a one-item list the fast emit path can bump cheaply)."""
-        return self._emits[0]
+        return self.emit_cell[0]
 
     @emit_count.setter
     def emit_count(self, value: int) -> None:
-        self._emits[0] = value
+        self.emit_cell[0] = value
 
     def reset_metrics(self) -> None:
         self.emit_count = 0
@@ -167,7 +174,7 @@ class InstanceState:
         self.completed = 0
         self.timeouts = 0
 
-    def metrics_row(self, now: float, interval: float, unread_bytes: int = 0, clock: float = 0.0) -> Any:
+    def metrics_row(self, now: float, interval: float, unread_bytes: int = 0, clock: float = 0.0) -> schema.MetricsRow:
         """The bucket's row: ``now`` is the wall time, ``clock`` the ``perf_counter`` (backpressure
         time so far counts in this bucket), ``unread_bytes`` what waits in the socket and reader."""
         queue_depth = self.queue_depth(unread_bytes)
@@ -216,6 +223,11 @@ class InstanceState:
             except Exception:
                 log.exception("close() of task %d (%s) failed", self.task_id, self.component_name)
 
+    def account_handed_on(self, seconds: float) -> None:
+        """``seconds`` of this task's execute time were the next chain member's, in calls its edge made
+        (``Chain.metrics_rows`` counts them as the callee's)."""
+        self.execute_time = max(0.0, self.execute_time - seconds)
+
     def role_metrics(self, clock: float) -> dict:
         """The role's own figures for the bucket's ``user`` metrics (and its backpressure time so far)."""
         return {}
@@ -249,7 +261,7 @@ class InstanceState:
             elif msg.checkpoint is not None and self.checkpoint is not None:
                 self.checkpoint.on_step(msg.checkpoint)
             elif msg.physical_plan is not None:
-                self.on_plan(msg.physical_plan)
+                self.on_physical_plan(msg.physical_plan)
                 waiting, self.waiting = self.waiting, []
                 for w in waiting:
                     if self.on_data(w, clock) is None:
@@ -331,7 +343,8 @@ class InstanceState:
         """Trees may have timed out (spouts at least once)."""
 
     # plan ------------------------------------------------------------------------
-    def on_plan(self, pplan: Any) -> None:
+    def on_physical_plan(self, pplan: schema.PhysicalPlan) -> None:
+        """A physical plan (the first: the component is initialized): routes, batches, activation."""
         from squall.component import TopologyContext
         from squall.logical import component_config, find_component
 
@@ -354,17 +367,19 @@ class InstanceState:
         self.routes = build_routes(self.topology, self.component_name, component_tasks, task_container,
                                    self.container, self.context, self.chained)
         for task in self.task_component:
-            self._batch(task)
+            self.batch_for(task)
         self.fast_routes.clear()
         for name, route in self.routes.items():
             fast = route.fast()
             if fast is not None:
-                choose, fields, next_task, key_index, key_task = fast
                 key_batches = key_miss = None
-                if key_task is not None:
+                if fast.key_task is not None:
                     key_batches, key_miss = str_key_cache(
-                        lambda key, key_task=key_task: self.batches[key_task(key)])
-                self.fast_routes[name] = (fields, key_index, key_batches, key_miss, next_task, choose)
+                        lambda key, key_task=fast.key_task: self.batches[key_task(key)])
+                # kept as an exact tuple: CPython specialises unpacking one (fast_emit unpacks it every emit),
+                # not a NamedTuple (~500 instructions more an emit: bench/instructions.py, split)
+                self.fast_routes[name] = tuple(FastEmit(fast.fields, fast.key_index, key_batches, key_miss,
+                                                        fast.next_task, fast.choose))
         self.on_tasks(component_tasks)
         if self.checkpoint is not None:
             self.checkpoint.on_tasks(component_tasks)
@@ -390,11 +405,12 @@ class InstanceState:
         """The topology was activated or deactivated (spouts stop or resume)."""
 
     # collector: emits ------------------------------------------------------------------
-    def emit(self, values: Any, stream: str, tup_id: Any, anchors: Any, direct_task: Optional[int]) -> tuple:
+    def emit(self, values: Sequence[object], stream: str, tup_id: object, anchors: Optional[Iterable[Tuple]],
+             direct_task: Optional[int]) -> tuple:
         """An emit the fast path (``emit.py``) does not take: checked, routed, batched (or, in a chain,
         delivered to the next member: a class's own ``emit`` comes here)."""
-        if self.delivery is not None and self.delivery.takes(stream, anchors, direct_task):
-            return self.delivery.emit(self.component, values, stream, anchors, direct_task, tup_id)
+        if self.edge is not None and self.edge.takes(stream, anchors, direct_task):
+            return self.edge.emit(self.component, values, stream, anchors, direct_task, tup_id)
         route = self.routes.get(stream)
         if route is None:
             raise RoutingError(f"component {self.component_name!r} has no output stream {stream!r} "
@@ -407,41 +423,42 @@ class InstanceState:
         self.emit_count += 1
         return tuple(targets)
 
-    def emit_to(self, values: Any, stream: str, targets: Any, tup_id: Any, anchors: Any) -> None:
+    def emit_to(self, values: Sequence[object], stream: str, targets: Sequence[int], tup_id: object,
+                anchors: Optional[Iterable[Tuple]]) -> None:
         """``values`` into the batch of each of ``targets`` (at most once)."""
         for t in targets:
-            self._append(self._batch(t), stream, values)
+            self.append(self.batch_for(t), stream, values)
 
     def report_error(self, where: str, error: str) -> None:
         """The component's own report of a problem it handled: shown as its task's error."""
         self.errors.problem(where, error)
 
-    def ack(self, tup: Any) -> None:
+    def ack(self, tup: Received) -> None:
         """A bolt acks ``tup``: at most once, only counted."""
         self.ack_count += 1
 
-    def fail(self, tup: Any) -> None:
+    def fail(self, tup: Received) -> None:
         """A bolt fails ``tup``: at most once, only counted."""
         self.fail_count += 1
 
     # batches ---------------------------------------------------------------------
-    def _batch(self, dest: int) -> Batch:
+    def batch_for(self, dest: int) -> Batch:
         batch = self.batches.get(dest)
         if batch is None:
             self.batches[dest] = batch = Batch(dest, self.batch_size)
         return batch
 
-    def _append(self, batch: Batch, stream: str, values: Any) -> None:
+    def append(self, batch: Batch, stream: str, values: Sequence[object]) -> None:
         batch.add(stream, values)
         if batch.full:
-            self._send(batch)
+            self.send_batch(batch)
 
-    def _send(self, batch: Batch) -> None:
+    def send_batch(self, batch: Batch) -> None:
         """The batch leaves as one DATA frame (into ``self.out``).
 
         At least once, its runs' span lists are emptied once packed: a ``Span`` whose last child
         span was in them sees that its ack can no longer ride (``Span.ride``)."""
-        self.out += data_frame(batch.dest, self._packb([self.task_id, batch.runs, self.epoch]), batch.count())
+        self.out += data_frame(batch.dest, self.packb([self.task_id, batch.runs, self.epoch]), batch.count())
         if self.reliable:
             for run in batch.runs:
                 run[2].clear()
@@ -450,7 +467,7 @@ class InstanceState:
     def flush_all(self) -> None:
         for batch in self.batches.values():
             if batch.runs:
-                self._send(batch)
+                self.send_batch(batch)
         self.flush_role()
 
     def flush_role(self) -> None:

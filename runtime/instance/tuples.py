@@ -6,9 +6,9 @@ stores is the cheapest way to make a tuple (a third less than
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional, Union
 
-from squall.component import Tuple, TupleBatch, TupleSource
+from squall.component import Bolt, Tuple, TupleBatch, TupleSource
 from squall.runtime.acking import Roots
 
 
@@ -46,11 +46,13 @@ class TrackedTuple(Tuple):
         return None if self.span is None else self.span.roots
 
 
+Received = Union[Tuple, TupleBatch]  # what a bolt is processing: a tuple, or a batch (process_batch)
+
 IDLE = TrackedTuple()  # ``current`` outside process(), or once the bolt acked or failed it
 IDLE.span = None
 
 
-def process_run(component: Any, batched: bool, values_list: list, source: TupleSource) -> None:
+def process_run(component: Bolt, batched: bool, values_list: list, source: TupleSource) -> None:
     """At most once, a run of one stream's values from one task to a bolt: through ``process_batch``
     whole, or ``process`` a tuple at a time (the receive loop of every unanchored bolt, and a
     chain's ``emit_many``)."""

@@ -58,7 +58,7 @@ def test_a_chained_task_s_log_lines_name_it(cluster, tmp_path):
                    "topology.workers=1")
     logs, _ = cluster.squall("logs", "wc_finite", "--component", "split")
     assert logs.count("==> ") == 2 and "instance-3-sentences+5-split.log" in logs
-    assert "squall.runtime.instance [sentences]: task 3 runs the chain sentences task 3 -> split task 5" in logs
+    assert "squall.runtime.instance.loop [sentences]: task 3 runs the chain sentences task 3 -> split task 5" in logs
     only_task, _ = cluster.squall("logs", "wc_finite", "--task", "6")
     assert only_task.count("==> ") == 1 and "instance-4-sentences+6-split.log" in only_task
     cluster.squall("kill", "wc_finite")

@@ -1,4 +1,9 @@
-"""At-least-once without sockets: the tracker's rules, and instances wired by hand (frames moved by the test)."""
+"""At-least-once without sockets: the tracker's rules, and instances wired by hand (frames moved by the test).
+
+The wired scenarios run in every shape a task can take (``SHAPES``): ``ids -> double`` chained (one
+process, double's tuples handed to it by call: ``runtime/instance/edge.py``) or not, and with the
+instance's fast emit path (``runtime/instance/emit.py``) on or off (``make_instance(fast_path=...)``).
+"""
 import os
 
 import pytest
@@ -8,9 +13,14 @@ from squall.idl import schema
 from squall.loader import load_topology_file
 from squall.runtime.acking import AckTracker, new_value, new_root, root_task
 from squall.runtime.instance import make_instance
-from squall.runtime.protocol import ACK, CONTROL, DATA, FrameReader, decode_control, frame_dest
+from squall.runtime.instance.chain import Chain
+from squall.runtime.protocol import ACK, CONTROL, DATA, FrameReader, control_frame, decode_control, frame_dest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+SHAPES = [pytest.param((chained, fast),
+                       id=f"{'chained' if chained else 'unchained'}-fast-path-{'on' if fast else 'off'}")
+          for chained in (False, True) for fast in (True, False)]
+UNCHAINED = [s for s in SHAPES if not s.values[0][0]]  # scenarios that look at the frames between ids and double
 
 
 def test_a_tree_completes_when_every_edge_is_acked():
@@ -40,16 +50,28 @@ def test_roots_name_their_spout_task_and_ids_are_never_zero():
     assert all(new_value() != 0 for _ in range(1000))
 
 
-class Wiring:
-    """Instances of rt_reliable (ids: task 2, double: task 1, sink: tasks 3 and 4) and a hand-made stmgr."""
+@pytest.fixture(params=SHAPES)
+def shape(request):
+    """(ids -> double chained, fast emit path on)."""
+    return request.param
 
-    def __init__(self, ids, double, sinks, batch_size=1000):
+
+class Wiring:
+    """Instances of rt_reliable (ids: task 2, double: task 1, sink: tasks 3 and 4) and a hand-made stmgr;
+    ``chained``: ids and double run as one chain (one process)."""
+
+    def __init__(self, ids, double, sinks, batch_size=1000, shape=(False, True)):
+        self.chained, fast_path = shape
         self.topology = load_topology_file(os.path.join(HERE, "topologies", "rt_reliable.py")).plan
-        kw = {"batch_size": batch_size}
-        self.tasks = {2: make_instance(self.topology, "ids", 2, 1, None, component_obj=ids, **kw),
+        kw = {"batch_size": batch_size, "fast_path": fast_path}
+        self.tasks = {2: make_instance(self.topology, "ids", 2, 1, None, component_obj=ids,
+                                       chained={"double": 1} if self.chained else None, **kw),
                       1: make_instance(self.topology, "double", 1, 1, None, component_obj=double, **kw),
                       3: make_instance(self.topology, "sink", 3, 1, None, component_obj=sinks[0], **kw),
                       4: make_instance(self.topology, "sink", 4, 1, None, component_obj=sinks[1], **kw)}
+        self.processes = dict(self.tasks)  # task -> what its process drives
+        if self.chained:
+            self.processes[2] = self.processes[1] = Chain([self.tasks[2], self.tasks[1]])
         names = {2: "ids", 1: "double", 3: "sink", 4: "sink"}
         plan = schema.PhysicalPlan(
             topology_name="rt_reliable", packing_plan_id="p", status=schema.TopologyStatus.RUNNING,
@@ -57,20 +79,30 @@ class Wiring:
             stmgrs=[schema.StMgrLocation(container=1, host="h", data_port=2, pid=1)],
             instances=[schema.InstanceLocation(id=schema.InstanceId(names[t], t, 0), container=1, pid=t)
                        for t in names])
-        for inst in self.tasks.values():
-            inst.on_plan(plan)
+        for process in self.unique_processes():
+            process.on_frame(control_frame(physical_plan=plan), 0.0)
         self.lost = set()  # tasks whose input is dropped (a dead process)
+        self.held = set()  # tasks whose input waits in ``parked`` until ``release``
+        self.parked = []
         self.consumed = 0
+
+    def unique_processes(self):
+        return list({id(p): p for p in self.processes.values()}.values())
+
+    @property
+    def received_by_double(self):
+        """Tuples double gets through the stream manager (none in a chain: they come by call)."""
+        return 0 if self.chained else 1
 
     def pump(self):
         """Move frames until nothing moves."""
         moved = True
         while moved:
             moved = False
-            for inst in self.tasks.values():
-                inst.flush_all()
-                data, reader = bytes(inst.out), FrameReader()
-                inst.out.clear()
+            for process in self.unique_processes():
+                process.flush_all()
+                data, reader = bytes(process.out), FrameReader()
+                process.out.clear()
                 for f in reader.feed(data):
                     moved = True
                     if f[4] == CONTROL:
@@ -79,11 +111,23 @@ class Wiring:
                     dest = frame_dest(f)
                     if dest in self.lost:
                         continue
-                    if f[4] == DATA:
-                        self.tasks[dest].on_data(f, 0.0)
-                    else:
-                        assert f[4] == ACK
-                        self.tasks[dest].on_acks(f)
+                    assert f[4] in (DATA, ACK)
+                    if dest in self.held:
+                        self.parked.append(f)
+                        continue
+                    self.processes[dest].on_frame(f, 0.0)
+
+    def rows(self):
+        """task -> its metrics row for the bucket so far (a chain's members: as its process reports them)."""
+        return {row.task_id: row for process in self.unique_processes()
+                for row in process.metrics_rows(0.0, 1.0, 0, 0.0)}
+
+    def release(self):
+        """Deliver what waited for the held tasks, and hold nothing more."""
+        self.held = set()
+        parked, self.parked = self.parked, []
+        for f in parked:
+            self.processes[frame_dest(f)].on_frame(f, 0.0)
 
 
 class Ids(Spout):
@@ -133,23 +177,32 @@ def _spout(w):
     return w.tasks[2]
 
 
-def test_every_id_is_acked_once_its_whole_tree_is_processed():
+def _emit_all(w):
+    """Bursts until the spout has emitted all it has (a burst may end early: on time, on a full batch)."""
+    while w.tasks[2].component.todo:
+        w.tasks[2].spout_burst()
+
+
+def test_every_id_is_acked_once_its_whole_tree_is_processed(shape):
     ids, sinks = Ids(25), [Sink(), Sink()]
-    w = Wiring(ids, Double(), sinks)
+    w = Wiring(ids, Double(), sinks, shape=shape)
     while ids.todo or len(_spout(w).tracker):
         _spout(w).spout_burst()
         assert len(_spout(w).tracker) <= 10, "topology.max.spout.pending exceeded"
         w.pump()
     assert sorted(ids.acked) == list(range(25)) and ids.failed == []
     assert sorted(sinks[0].seen + sinks[1].seen) == sorted((n, c) for n in range(25) for c in (0, 1))
-    assert w.consumed == 25 + 50, "bolts report every tuple they processed"
-    row = _spout(w).metrics_row(0.0, 1.0)
-    assert row.ack_count == 25 and row.complete_latency_ms is not None
+    assert w.consumed == 25 * w.received_by_double + 50, "bolts report every tuple the stream manager gave them"
+    rows = w.rows()
+    assert (rows[2].emit_count, rows[2].ack_count, rows[2].fail_count) == (25, 25, 0)
+    assert rows[2].complete_latency_ms is not None
+    assert (rows[1].execute_count, rows[1].emit_count, rows[1].ack_count, rows[1].fail_count) == (25, 50, 25, 0)
+    assert sum(rows[t].execute_count for t in (3, 4)) == sum(rows[t].ack_count for t in (3, 4)) == 50
 
 
-def test_max_spout_pending_stops_next_tuple_until_acks_come():
+def test_max_spout_pending_stops_next_tuple_until_acks_come(shape):
     ids = Ids(100)
-    w = Wiring(ids, Double(), [Sink(), Sink()])
+    w = Wiring(ids, Double(), [Sink(), Sink()], shape=shape)
     for _ in range(5):
         _spout(w).spout_burst()
     assert len(_spout(w).tracker) == 10 and len(ids.todo) == 90  # the cap, whatever the burst size
@@ -158,7 +211,7 @@ def test_max_spout_pending_stops_next_tuple_until_acks_come():
 
 
 @pytest.mark.parametrize("how", ["explicit", "raises"])
-def test_a_failed_or_raising_bolt_fails_the_tree_at_the_spout(how):
+def test_a_failed_or_raising_bolt_fails_the_tree_at_the_spout(how, shape):
     def misbehave(sink, tup):
         if tup["n"] % 5 == 0 and tup["copy"] == 1:
             if how == "explicit":
@@ -168,19 +221,23 @@ def test_a_failed_or_raising_bolt_fails_the_tree_at_the_spout(how):
                 raise RuntimeError("planted")
 
     ids = Ids(20)
-    w = Wiring(ids, Double(), [Sink(misbehave), Sink(misbehave)])
+    w = Wiring(ids, Double(), [Sink(misbehave), Sink(misbehave)], shape=shape)
     while ids.todo or len(_spout(w).tracker):
         _spout(w).spout_burst()
         w.pump()
     assert sorted(ids.failed) == [0, 5, 10, 15]
     assert sorted(ids.acked) == [n for n in range(20) if n % 5]
+    rows = w.rows()
+    assert (rows[2].ack_count, rows[2].fail_count) == (16, 4)
+    assert (rows[1].ack_count, rows[1].fail_count) == (20, 0), "double acked every tuple it processed"
+    assert [sum(getattr(rows[t], k) for t in (3, 4)) for k in ("ack_count", "fail_count")] == [36, 4]
 
 
-def test_a_tree_that_touched_a_dead_task_times_out():
+def test_a_tree_that_touched_a_dead_task_times_out(shape):
     ids = Ids(6)
-    w = Wiring(ids, Double(), [Sink(), Sink()])
+    w = Wiring(ids, Double(), [Sink(), Sink()], shape=shape)
     w.lost = {3}  # sink task 3 is dead: what goes to it is lost
-    _spout(w).spout_burst()
+    _emit_all(w)
     w.pump()
     spout = _spout(w)
     open_ids = {e[0] for e in spout.tracker.trees.values()}
@@ -190,7 +247,7 @@ def test_a_tree_that_touched_a_dead_task_times_out():
     assert spout.metrics_row(0.0, 1.0).user.count('"__timeout-count": %d' % len(open_ids)) == 1
 
 
-def test_unanchored_emits_and_ids_less_spout_tuples_are_not_tracked():
+def test_unanchored_emits_and_ids_less_spout_tuples_are_not_tracked(shape):
     class Free(Ids):
         def next_tuple(self):
             if self.todo:
@@ -200,13 +257,14 @@ def test_unanchored_emits_and_ids_less_spout_tuples_are_not_tracked():
         auto_anchor = False
 
     ids = Free(3)
-    w = Wiring(ids, Unanchored(), [Sink(), Sink()])
-    _spout(w).spout_burst()
+    w = Wiring(ids, Unanchored(), [Sink(), Sink()], shape=shape)
+    _emit_all(w)
     w.pump()
     assert len(_spout(w).tracker) == 0 and ids.acked == [] and ids.failed == []
 
 
-def test_a_tuple_anchored_to_several_inputs_completes_every_tree_only_when_acked():
+@pytest.mark.parametrize("shape", UNCHAINED)  # auto_ack off: never chained (squall/chaining.py)
+def test_a_tuple_anchored_to_several_inputs_completes_every_tree_only_when_acked(shape):
     """A joining bolt: auto_ack off, it holds inputs and emits one tuple anchored to a pair, then acks both."""
     class Pairs(Bolt):
         auto_ack = False
@@ -225,7 +283,7 @@ def test_a_tuple_anchored_to_several_inputs_completes_every_tree_only_when_acked
                 self.held = []
 
     ids, sinks = Ids(4), [Sink(), Sink()]
-    w = Wiring(ids, Pairs(), sinks)
+    w = Wiring(ids, Pairs(), sinks, shape=shape)
     spout = _spout(w)
     spout.spout_burst(1)
     w.pump()
@@ -238,9 +296,11 @@ def test_a_tuple_anchored_to_several_inputs_completes_every_tree_only_when_acked
 
 
 @pytest.mark.parametrize("auto_ack", [False, True])
-def test_emits_anchored_to_an_acked_tuple_are_not_in_its_tree(auto_ack):
+def test_emits_anchored_to_an_acked_tuple_are_not_in_its_tree(auto_ack, shape):
     """Storm's rule: anchor before you ack. An acked anchor anchors nothing; its tree completes
     without waiting for the late tuple."""
+    if shape[0] and not auto_ack:
+        pytest.skip("auto_ack off: never chained (squall/chaining.py)")
     class AckFirst(Bolt):
         def initialize(self, config, context):
             pass
@@ -252,17 +312,12 @@ def test_emits_anchored_to_an_acked_tuple_are_not_in_its_tree(auto_ack):
 
     AckFirst.auto_ack = auto_ack
     ids, sinks = Ids(3), [Sink(), Sink()]
-    w = Wiring(ids, AckFirst(), sinks)
-    spout = _spout(w)
-    spout.spout_burst()
-    spout.flush_all()
-    w.tasks[1].on_data(next(f for f in FrameReader().feed(bytes(spout.out)) if f[4] == DATA), 0.0)
-    spout.out.clear()
-    w.tasks[1].flush_all()
-    for f in FrameReader().feed(bytes(w.tasks[1].out)):
-        if f[4] == ACK:
-            spout.on_acks(f)  # the bolt's acks alone complete the trees: the late tuples are not in them
-    assert sorted(ids.acked) == [0, 1, 2]
+    w = Wiring(ids, AckFirst(), sinks, shape=shape)
+    w.held = {3, 4}  # the late tuples wait: the bolt's acks alone complete the trees
+    _emit_all(w)
+    w.pump()
+    assert sorted(ids.acked) == [0, 1, 2] and w.parked
+    w.release()
     w.pump()
     assert sorted(sinks[0].seen + sinks[1].seen) == [(n, c) for n in range(3) for c in (0, 1)]
 
@@ -285,11 +340,12 @@ class Six(Bolt):
             self.emit([7, copy])  # field grouping on n: all to one sink task
 
 
-def test_tuples_anchored_to_one_input_share_a_span_and_their_acks_are_one_value():
+@pytest.mark.parametrize("shape", UNCHAINED)  # the frames between ids and double
+def test_tuples_anchored_to_one_input_share_a_span_and_their_acks_are_one_value(shape):
     import msgpack
 
     ids = Ids(1)
-    w = Wiring(ids, Six(), [Sink(), Sink()])
+    w = Wiring(ids, Six(), [Sink(), Sink()], shape=shape)
     spout = _spout(w)
     spout.spout_burst()
     (frame,), _ = _one_hop(w, 2)
@@ -333,27 +389,29 @@ def test_a_tuple_anchored_to_several_spans_of_one_tree_stays_in_it():
     assert one_root == root and value.__class__ is int and value != 0, "one tree: a bare root, one value"
 
 
-def test_a_tuple_anchored_twice_to_one_input_is_tracked_once():
+def test_a_tuple_anchored_twice_to_one_input_is_tracked_once(shape):
     class Twice(Double):
         def process(self, tup):
             self.emit([tup["n"], 0], anchors=[tup, tup])
 
     ids = Ids(3)
-    w = Wiring(ids, Twice(), [Sink(), Sink()])
+    w = Wiring(ids, Twice(), [Sink(), Sink()], shape=shape)
     w.lost = {3, 4}
-    _spout(w).spout_burst()
+    _emit_all(w)
     w.pump()
     assert ids.acked == [] and len(_spout(w).tracker) == 3, "the lost children keep their trees open"
     w.lost = set()
     ids.todo = [5]
-    _spout(w).spout_burst()
+    _emit_all(w)
     w.pump()
     assert ids.acked == [5]
 
 
-def test_an_ack_whose_carrier_has_left_is_sent_and_a_lost_carrier_fails_the_tree():
+@pytest.mark.parametrize("shape", UNCHAINED)  # the frames between ids and double
+def test_an_ack_whose_carrier_has_left_is_sent_and_a_lost_carrier_fails_the_tree(shape):
     ids = Ids(2)
-    w = Wiring(ids, Six(), [Sink(), Sink()], batch_size=6)  # the six children leave in process(): no carrier
+    # the six children leave in process(): no carrier
+    w = Wiring(ids, Six(), [Sink(), Sink()], batch_size=6, shape=shape)
     spout = _spout(w)
     spout.spout_burst(1)
     (frame,), _ = _one_hop(w, 2)
@@ -383,5 +441,28 @@ def test_a_root_that_an_open_tree_has_is_drawn_again(monkeypatch):
     spout = _spout(w)
     spout.spout_burst(2)
     assert sorted(root & acking.ROOT_BITS for root in spout.tracker.trees) == sorted([low, 0x123456])
+    w.pump()
+    assert sorted(ids.acked) == [0, 1]
+
+
+@pytest.mark.parametrize("shape", [s for s in SHAPES if s.values[0] != (False, True)])
+def test_a_root_that_an_open_tree_has_is_drawn_again_on_every_path(monkeypatch, shape):
+    """As above where a root is drawn by ``AckTracker.fresh_root`` (the generic emit path, and a chain's
+    head: ``SpoutInstance.open_tree``)."""
+    import itertools
+
+    from squall.runtime import acking
+
+    low = 0xABCDEF
+    roots = itertools.chain([low, low], itertools.count(low + 1))  # the second draw collides with the first
+    values = itertools.count(1)
+    monkeypatch.setattr(acking, "random_bits", lambda n: next(roots) if n == acking.TASK_SHIFT else next(values))
+    ids = Ids(2)
+    w = Wiring(ids, Double(), [Sink(), Sink()], shape=shape)
+    w.held = {3, 4}  # the trees stay open
+    _spout(w).spout_burst(2)
+    w.pump()
+    assert sorted(root & acking.ROOT_BITS for root in _spout(w).tracker.trees) == [low, low + 1]
+    w.release()
     w.pump()
     assert sorted(ids.acked) == [0, 1]

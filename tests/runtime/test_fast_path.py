@@ -44,7 +44,7 @@ def instance(topology, component_obj, batch_size=1000):
     plan = schema.PhysicalPlan(topology_name="fast", packing_plan_id="p", status=schema.TopologyStatus.RUNNING,
                                tmaster=None, stmgrs=[], instances=locations)
     inst = make_instance(topology, "src", tasks["src"][0], 1, {}, batch_size=batch_size, component_obj=component_obj)
-    inst.on_plan(plan)
+    inst.on_physical_plan(plan)
     return inst, tasks["sink"]
 
 

@@ -92,7 +92,7 @@ def test_instance_batches_per_destination_and_keeps_stream_order():
 
     src_task = task_ids(topo)["src"][0]
     inst = make_instance(topo, "src", src_task, 1, {}, batch_size=4, component_obj=rt_groupings.Src())
-    inst.on_plan(_plan(topo, lambda t: 1))
+    inst.on_physical_plan(_plan(topo, lambda t: 1))
     glob_task = min(task_ids(topo)["glob"])
     for i in range(3):
         inst.emit([f"k{i}", i], "default", None, None, None)

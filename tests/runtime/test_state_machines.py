@@ -105,7 +105,7 @@ def test_spout_burst_stops_at_the_first_complete_batch():
         stmgrs=[schema.StMgrLocation(container=1, host="h", data_port=2, pid=1)],
         instances=[schema.InstanceLocation(id=schema.InstanceId("busy", 1, 0), container=1, pid=1),
                    schema.InstanceLocation(id=schema.InstanceId("sink", 2, 0), container=1, pid=2)])
-    inst.on_plan(pplan)
+    inst.on_physical_plan(pplan)
     assert inst.spout_burst(64)
     assert inst.emit_count == 1000 and inst.out  # one batch of 1000 tuples, not 64 x 100
     inst.out.clear()
@@ -144,9 +144,9 @@ def test_frames_from_a_sender_newer_than_the_plan_wait_for_the_plan():
             stmgrs=[schema.StMgrLocation(container=1, host="h", data_port=2, pid=1)], instances=locations)
 
     inst = make_instance(topology, "sink", 9, 1, None, component_obj=Recorder())
-    inst.on_plan(plan(1))
+    inst.on_physical_plan(plan(1))
     frame = data_frame(9, msgpack.packb([2, [["default", [[7]]]], 0]))  # from task 2: not in the plan yet
     assert inst.on_data(frame, 0.0) is None and seen == []
-    inst.on_plan(plan(1, 2))
+    inst.on_physical_plan(plan(1, 2))
     assert inst.on_data(frame, 0.0) == 1
     assert seen == [("busy", 2, 7)]

@@ -57,7 +57,7 @@ def wired():
         instances=[schema.InstanceLocation(id=schema.InstanceId(name, t, 0), container=1, pid=t)
                    for t, name in NAMES.items()])
     for inst in tasks.values():
-        inst.on_plan(plan)
+        inst.on_physical_plan(plan)
     return tasks, ids, sink
 
 

@@ -1,0 +1,65 @@
+"""Another revision's code, importable as ``squall``: what a benchmark's ``--against REF`` runs beside today's.
+
+``revision_path(ref)`` extracts the tree of a git revision (``git archive``) and
+lays it out as ``setup.py`` installs it (``squall/`` with every layer's
+directory under it: ``packing/`` as ``squall/packing``...), once per commit, in
+the temporary directory. Put the path first on ``PYTHONPATH`` of a subprocess and
+its ``import squall`` is that revision's: the editable install's finder comes
+after the path entries.
+"""
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LAYERS = ("conf", "packing", "state", "scheduler", "runtime", "yarn", "reports", "ui", "connectors", "testing")
+
+
+def commit_of(ref: str) -> str:
+    done = subprocess.run(["git", "-C", ROOT, "rev-parse", "--verify", f"{ref}^{{commit}}"], capture_output=True,
+                          text=True)
+    if done.returncode:
+        sys.exit(f"--against {ref}: not a revision of {ROOT} ({done.stderr.strip()})")
+    return done.stdout.strip()
+
+
+def revision_path(ref: str) -> str:
+    """A directory whose ``squall`` package is revision ``ref``'s code (made once per commit)."""
+    commit = commit_of(ref)
+    path = os.path.join(tempfile.gettempdir(), f"squall-rev-{commit[:12]}")
+    if os.path.isdir(os.path.join(path, "squall")):
+        return path
+    work = tempfile.mkdtemp(prefix=f"squall-rev-{commit[:12]}-")
+    archive = subprocess.run(["git", "-C", ROOT, "archive", commit, "squall", *LAYERS],
+                             capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(os.path.join(work, "tree"))
+    shutil.move(os.path.join(work, "tree", "squall"), os.path.join(work, "squall"))
+    for layer in LAYERS:
+        shutil.move(os.path.join(work, "tree", layer), os.path.join(work, "squall", layer))
+    os.rmdir(os.path.join(work, "tree"))
+    try:
+        os.rename(work, path)
+    except OSError:  # made meanwhile by another run
+        shutil.rmtree(work, ignore_errors=True)
+    return path
+
+
+def env_for(ref: str) -> dict:
+    """The environment of a subprocess that imports revision ``ref``'s ``squall``."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([revision_path(ref), *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def imported_from() -> str:
+    """The directory ``squall`` is imported from in this process (to say which code a figure is of)."""
+    import squall
+
+    return os.path.dirname(os.path.dirname(os.path.abspath(squall.__file__)))
