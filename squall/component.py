@@ -177,7 +177,8 @@ class TopologyContext:
         self.topology_name = topology_name
         self._task_id = task_id
         self._component = component
-        self._component_tasks = {c: sorted(t) for c, t in component_tasks.items()}
+        self._component_tasks: dict = {}
+        self.set_component_tasks(component_tasks)
         self._config = config
         self._sources = [tuple(s) for s in sources]
         self.metrics: dict = {}
@@ -187,6 +188,10 @@ class TopologyContext:
 
     def get_component_id(self) -> str:
         return self._component
+
+    def set_component_tasks(self, component_tasks: Mapping[str, Sequence[int]]) -> None:
+        """The runtime's: the tasks of every component after a rescale."""
+        self._component_tasks = {c: sorted(t) for c, t in component_tasks.items()}
 
     def get_component_tasks(self, component: str) -> list:
         """Task ids of ``component``, ascending."""
@@ -221,6 +226,10 @@ class Component:
     outputs: Sequence[Union[str, Stream]] = ()
 
     _collector: Collector = _Unattached()  # type: ignore[assignment]
+
+    def attach(self, collector: Collector) -> None:
+        """The runtime's (or squall.testing's): where this component's emit/ack/fail/report_error go."""
+        self._collector = collector
 
     def initialize(self, config: Mapping[str, object], context: TopologyContext) -> None:
         """Called once in the task's process before any tuple."""

@@ -125,7 +125,7 @@ class InstanceState:
             component_obj = self.runtime_class(import_object(spec.class_name))()
         else:
             component_obj.__class__ = self.runtime_class(type(component_obj))
-        component_obj._collector = self
+        component_obj.attach(self)
         self.component = component_obj
 
     def _checkpointing(self, spec: schema.Component) -> Optional[Checkpointing]:
@@ -360,7 +360,7 @@ class InstanceState:
             self.context = TopologyContext(self.topology.name, self.task_id, self.component_name,
                                            component_tasks, config, sources)
         else:
-            self.context._component_tasks = {c: sorted(t) for c, t in component_tasks.items()}
+            self.context.set_component_tasks(component_tasks)
             # batches built with the old routes leave now (the stream managers still route to
             # tasks that just left the plan, for a while), not a flush interval later
             self.flush_all()

@@ -50,7 +50,7 @@ def produce(bootstrap, topic, n, value=lambda i: f"v{i}", start=0):
 
 def spout(bootstrap, topic, mode="EFFECTIVELY_ONCE", task=1, tasks=(1,), group="g", **keys):
     s = KafkaSpout()
-    s._collector = Capture()
+    s.attach(Capture())
     config = {"kafka.bootstrap.servers": bootstrap, "kafka.topics": topic, "kafka.group.id": group,
               "topology.reliability.mode": mode, "kafka.start": "earliest", **keys}
     s.initialize(config, TopologyContext("t", task, "kafka", {"kafka": list(tasks)}, config))

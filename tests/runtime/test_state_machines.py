@@ -2,6 +2,7 @@
 test_stmgr_state.py)."""
 import json
 
+from squall import Bolt, Spout
 from squall.idl import schema
 from squall.runtime.executor import ProcessSpec, diff, wanted_processes
 from squall.metrics_schema import FIELD_NAMES
@@ -90,7 +91,7 @@ def test_spout_burst_stops_at_the_first_complete_batch():
     here = os.path.dirname(os.path.abspath(__file__))
     topology = load_topology_file(os.path.join(here, "topologies", "rt_busy.py")).plan
 
-    class Hundred:
+    class Hundred(Spout):
         def initialize(self, config, context):
             pass
 
@@ -127,7 +128,7 @@ def test_frames_from_a_sender_newer_than_the_plan_wait_for_the_plan():
 
     seen = []
 
-    class Recorder:
+    class Recorder(Bolt):
         def initialize(self, config, context):
             pass
 
