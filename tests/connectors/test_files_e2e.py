@@ -150,8 +150,8 @@ def test_rescaling_the_file_spout_2_to_3_mid_run_counts_every_line_once(cluster,
 
 def test_rescaling_the_file_sink_2_to_3_mid_run_writes_every_record_once(cluster, tmp_path):
     out = str(tmp_path / "out")
-    records = 16000
-    submit(cluster, "files_sink", f"files.path={out}", f"files_test.records={records}")
+    records = 12000  # at 2 x 500/s, 12 s of records: the update comes while most are still to come
+    submit(cluster, "files_sink", f"files.path={out}", f"files_test.records={records}", "files_test.rate=500")
     wait_until(lambda: len(visible_numbers(out)) > 3000, timeout=60, what="3000 records committed before the update")
     cluster.squall("update", "files_sink", "--component-parallelism", "sink=3")
     assert len(component_tasks(cluster, "files_sink", "sink")) == 3
