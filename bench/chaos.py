@@ -2,7 +2,7 @@
 effectively-once word count runs with its state in ZooKeeper; the final counts must be exact.
 
 A real ZooKeeper server (squall.state.zkserver) holds the state; ``LocalCluster`` runs
-bench/topologies/chaos_count.py (a stateful spout, a split, a two-phase counting sink). Once counting
+squall.testing.words.counting_topology (a stateful spout, a split, a two-phase counting sink). Once counting
 has started, the script SIGKILLs ``--kills`` processes, one at a time at random moments (a random
 pause after the topology has recovered from the previous kill), drawn from every role: executor,
 stmgr, instance, tmaster, metricsmgr and the supervisor, each at least once. It prints the words
@@ -27,16 +27,12 @@ import uuid
 
 import psutil
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "topologies"))
-
-from chaos_count import expected, word_count  # noqa: E402
-
-from squall.processargs import DaemonArgs, ProcessArgs  # noqa: E402
-from squall.state import Kind  # noqa: E402
-from squall.state.zkserver import ZooKeeperServer  # noqa: E402
-from squall.testing import LocalCluster, wait_until  # noqa: E402
-from squall.testing.sinks import committed_counts  # noqa: E402
+from squall.processargs import DaemonArgs, ProcessArgs
+from squall.state import Kind
+from squall.state.zkserver import ZooKeeperServer
+from squall.testing import LocalCluster, wait_until
+from squall.testing.sinks import committed_counts
+from squall.testing.words import counting_topology, expected
 
 ROLES = ("executor", "stmgr", "instance", "tmaster", "metricsmgr", "supervisor")
 SUPERVISOR = "squall.scheduler.supervisor"
@@ -104,7 +100,9 @@ def main(argv: list[str]) -> int:
     try:
         with LocalCluster(home=os.path.join(work, "home"), config_path=config) as cluster:
             started = time.monotonic()
-            name = cluster.submit(word_count(out, a.sentences, a.rate))
+            name = cluster.submit(counting_topology(
+                "chaos_count", a.sentences, a.rate, out=out,
+                config={"topology.state.checkpoint.interval.secs": 1.0, "squall.restart.max": 100}))
             wait_until(lambda: committed_counts(out)[1], timeout=120, what="the first committed counts")
             for role in roles:
                 time.sleep(rng.uniform(*a.pause))  # a random moment: the chaos, not a test's event

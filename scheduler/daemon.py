@@ -6,20 +6,24 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
+
+from squall.processargs import DaemonArgs
+from squall.state import StateManager
 
 log = logging.getLogger(__name__)
 
 
-def topology_daemon(argv: Optional[list], prog: str, description: str, role: str,
-                    body: Callable[[argparse.Namespace, Any], int]) -> int:
-    """Parse the flags, set up logging as ``role``, open the state and run ``body(args, state)``;
-    exit 2 when the state address cannot be opened."""
+def topology_daemon(argv: Optional[list[str]], prog: str, description: str, role: str,
+                    body: Callable[[argparse.Namespace, StateManager], int],
+                    arguments: Callable[[argparse.ArgumentParser], None] = lambda parser: None) -> int:
+    """Parse the flags (``DaemonArgs``' and what ``arguments`` adds), set up logging as ``role``, open the
+    state and run ``body(args, state)``; exit 2 when the state address cannot be opened."""
     from squall.state import StateAddress, StateError
 
     p = argparse.ArgumentParser(prog=prog, description=description)
-    p.add_argument("--topology", required=True)
-    p.add_argument("--state", required=True, help="the topology's state address file (state.json)")
+    DaemonArgs.add_arguments(p)
+    arguments(p)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format=f"%(asctime)s %(levelname)s [{role} %(process)d] %(name)s: %(message)s")

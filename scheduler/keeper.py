@@ -120,19 +120,12 @@ class Keeper:
 def main(argv: Optional[list[str]] = None) -> int:
     from squall.scheduler.daemon import topology_daemon
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    adopt: Optional[int] = None
-    if "--adopt" in argv:
-        at = argv.index("--adopt")
-        try:
-            adopt = int(argv[at + 1])
-        except (IndexError, ValueError):
-            print("--adopt: expected the pid of a running supervisor", file=sys.stderr)
-            return 2
-        del argv[at:at + 2]
+    def adopt(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--adopt", type=int, metavar="PID", help="a running supervisor to watch until it ends")
+
     return topology_daemon(argv, "python -m squall.scheduler.keeper",
                            "Restart the local supervisor of one topology when it dies.", "keeper",
-                           lambda args, state: _run(args, state, adopt))
+                           lambda args, state: _run(args, state, args.adopt), adopt)
 
 
 def _run(args: argparse.Namespace, state: StateManager, adopt: Optional[int]) -> int:

@@ -118,6 +118,12 @@ class DaemonArgs:
     def command(self, python: str) -> list[str]:
         return [python, "-m", self.module, "--topology", self.topology, "--state", self.state]
 
+    @staticmethod
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
+        """The flags every helper takes (its own parser adds the rest)."""
+        parser.add_argument("--topology", required=True)
+        parser.add_argument("--state", required=True, help="the topology's state address file (state.json)")
+
     @classmethod
     def from_cmdline(cls, cmdline: Sequence[str]) -> Optional["DaemonArgs"]:
         """The arguments of a helper's command line, None when it is not one of ``squall.*``."""
@@ -125,8 +131,7 @@ class DaemonArgs:
         if module is None or not module.startswith("squall."):
             return None
         p = _QuietParser(add_help=False)
-        p.add_argument("--topology", required=True)
-        p.add_argument("--state", required=True)
+        cls.add_arguments(p)
         try:
             a, _ = p.parse_known_args(list(cmdline)[list(cmdline).index(module) + 1:])
         except _Refused:

@@ -5,7 +5,8 @@
   tuple is processed and get what each component emitted (``.tuples(component, stream)``);
 - ``wait_until(predicate, timeout, what)``: wait on a condition with a deadline;
 - ``squall.testing.sinks``: ``CommittedCounts``, a two-phase counting sink for effectively-once tests, and
-  ``committed_counts`` to read what it committed;
+  ``committed_counts`` to read what it committed; ``squall.testing.words``, its replayable source
+  (``counting_topology``, ``expected``);
 - ``squall.testing.kafka.MockKafkaCluster``: a Kafka-protocol broker for tests;
 - ``squall.testing.processes.processes_under(home)``: the live processes of a Squall home (what a test
   checks is gone after a kill);

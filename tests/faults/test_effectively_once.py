@@ -13,7 +13,7 @@ import signal
 
 import pytest
 from e2e_harness import wait_until
-from stateful_count import expected
+from squall.testing.words import expected
 
 from squall.testing.sinks import OUT_KEY, committed_counts as committed
 
@@ -65,7 +65,7 @@ def finish(cluster, out, tasks=None):
 
 def submit(cluster, out, *props):
     args = ["submit", os.path.join(HERE, "topologies", "stateful_count.py"),
-            "--config-property", f"{OUT_KEY}={out}", "--config-property", f"state.sentences={SENTENCES}"]
+            "--config-property", f"{OUT_KEY}={out}", "--config-property", f"testing.sentences={SENTENCES}"]
     for p in props:
         args += ["--config-property", p]
     cluster.squall(*args)
@@ -99,7 +99,7 @@ def test_sigkills_of_a_bolt_a_stream_manager_and_a_container_leave_exact_counts(
 def test_rescaling_the_stateful_bolt_2_to_5_to_3_leaves_exact_counts(cluster, tmp_path):
     out = str(tmp_path / "out")
     os.mkdir(out)
-    submit(cluster, out, "state.rate=200")
+    submit(cluster, out, "testing.rate=200")
     done = progress(out, TOTAL_WORDS // 10, "before the rescale")
 
     cluster.squall("update", "stateful_count", "--component-parallelism", "count=5")
@@ -119,7 +119,7 @@ def test_at_least_once_a_stateful_bolt_rolled_back_loses_no_count(cluster, tmp_p
     out = str(tmp_path / "out")
     os.mkdir(out)
     cluster.squall("submit", os.path.join(HERE, "topologies", "stateful_reliable.py"),
-                   "--config-property", f"{OUT_KEY}={out}", "--config-property", f"state.sentences={SENTENCES}")
+                   "--config-property", f"{OUT_KEY}={out}", "--config-property", f"testing.sentences={SENTENCES}")
     done = progress(out, TOTAL_WORDS // 5, "before the kill")
     victim = next(p["pid"] for p in json.loads(cluster.squall("show", "stateful_reliable", "--json")[0])["processes"]
                   if p["process"].startswith("instance count"))

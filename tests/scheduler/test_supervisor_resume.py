@@ -6,12 +6,12 @@ import signal
 
 import psutil
 import pytest
-from supervised_count import expected, word_count
 
 from squall.processargs import DaemonArgs, ProcessArgs
 from squall.state import Kind
 from squall.testing import wait_until
 from squall.testing.sinks import committed_counts
+from squall.testing.words import counting_topology, expected
 
 SENTENCES = 1500
 
@@ -56,7 +56,7 @@ def words(out):
 def test_a_killed_supervisor_is_restarted_adopts_its_executors_and_restarts_a_dead_one(cluster, tmp_path):
     out = str(tmp_path / "out")
     os.mkdir(out)
-    name = cluster.submit(word_count("supervised", out, SENTENCES, rate=300), {"squall.restart.backoff.secs": 0.2})
+    name = cluster.submit(counting_topology("supervised", SENTENCES, rate=300, out=out), {"squall.restart.backoff.secs": 0.2})
     total = sum(expected(SENTENCES).values())
     wait_until(lambda: words(out) > 0, timeout=60, what="the first committed counts")
     before = location(cluster, name)

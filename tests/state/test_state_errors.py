@@ -25,7 +25,7 @@ def own_zookeeper():
 
 
 def test_a_stopped_zookeeper_is_a_state_error_naming_the_znode(own_zookeeper):
-    state = ZooKeeperStateManager(own_zookeeper.hosts, "/errors", connect_timeout=5.0, session_timeout=2.0,
+    state = ZooKeeperStateManager(own_zookeeper.hosts, "/errors", connect_timeout=1.5, session_timeout=2.0,
                                   auth=AUTH)
     state.start()
     try:

@@ -1,14 +1,14 @@
 """The stateful word count at ATLEAST_ONCE (Storm's stateful bolts): acks held until the checkpoint.
 
 sentences (a ReliableSpout, par 2, ids = sentence numbers, its position in memory) -> split -> count
-(squall.testing.sinks.CommittedCounts, the two-phase sink of stateful_count.py). A rollback of the count bolt's state is
+(squall.testing.sinks.CommittedCounts, a two-phase sink). A rollback of the count bolt's state is
 followed by the replay of every tuple whose ack it held: no count is lost.
 """
 import time
 
 from squall import Grouping, ReliableSpout, TopologyBuilder
 from squall.testing.sinks import CommittedCounts
-from stateful_count import Split, sentence
+from squall.testing.words import RATE_KEY, SENTENCES_KEY, Split, sentence
 
 
 class Sentences(ReliableSpout):
@@ -17,8 +17,8 @@ class Sentences(ReliableSpout):
 
     def initialize(self, config, context):
         tasks = sorted(context.get_component_tasks(context.get_component_id()))
-        self.todo = iter(range(tasks.index(context.get_task_id()), config["state.sentences"], len(tasks)))
-        self.interval = 1.0 / config["state.rate"]
+        self.todo = iter(range(tasks.index(context.get_task_id()), config[SENTENCES_KEY], len(tasks)))
+        self.interval = 1.0 / config[RATE_KEY]
         self.next_at = time.monotonic()
 
     def next_tuple(self):
@@ -35,5 +35,5 @@ split = builder.add_bolt("split", Split, par=2, inputs={sentences: Grouping.SHUF
 builder.add_bolt("count", CommittedCounts, par=2, inputs={split: Grouping.fields("word")})
 builder.set_config({"squall.packing.algorithm": "roundrobin", "topology.workers": 2,
                     "topology.reliability.mode": "ATLEAST_ONCE", "topology.state.checkpoint.interval.secs": 0.5,
-                    "topology.message.timeout.secs": 10, "state.sentences": 6000, "state.rate": 300})
+                    "topology.message.timeout.secs": 10, SENTENCES_KEY: 6000, RATE_KEY: 300})
 topology = builder.build()
