@@ -70,7 +70,7 @@ def supervisor_back(cluster: LocalCluster, name: str, killed: int) -> bool:
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--sentences", type=int, default=60000, help="sentences the spouts emit (about 2.5 words each)")
+    p.add_argument("--sentences", type=int, default=60000, help="sentences the spouts emit (3 words each on average)")
     p.add_argument("--rate", type=float, default=300.0, help="sentences per second per spout task")
     p.add_argument("--kills", type=int, default=15)
     p.add_argument("--pause", type=float, nargs=2, default=(1.0, 5.0), metavar=("MIN", "MAX"),
