@@ -6,7 +6,7 @@ included), per layer and for the files with the most.
 
     .venv/bin/python bench/any_count.py [--top 25] [--against REF]
 
-``--against REF`` also counts the tree of a git revision (``git archive``) and
+``--against REF`` also counts the tree of a git revision (``bench/revision.py``) and
 prints the ratio, the figure bench/RESULTS.md records.
 """
 from __future__ import annotations
@@ -14,11 +14,8 @@ from __future__ import annotations
 import argparse
 import ast
 import collections
-import io
 import os
-import subprocess
 import sys
-import tarfile
 from typing import Iterable, Iterator, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -53,27 +50,15 @@ def count_source(source: str, name: str = "<source>") -> int:
     return count
 
 
-def working_tree() -> Iterator[Tuple[str, str]]:
-    for layer in LAYERS:
-        for folder, dirs, files in os.walk(os.path.join(ROOT, layer)):
+def python_files(root: str, layers: Iterable[str]) -> Iterator[Tuple[str, str]]:
+    for layer in layers:
+        for folder, dirs, files in os.walk(os.path.join(root, layer)):
             dirs[:] = [d for d in dirs if not d.startswith((".", "__"))]
             for name in files:
                 if name.endswith(".py"):
                     path = os.path.join(folder, name)
                     with open(path) as f:
-                        yield os.path.relpath(path, ROOT), f.read()
-
-
-def revision_tree(ref: str) -> Iterator[Tuple[str, str]]:
-    archive = subprocess.run(["git", "-C", ROOT, "archive", ref, *LAYERS], capture_output=True)
-    if archive.returncode:  # a layer the revision does not have yet: archive what it has
-        present = [l for l in LAYERS if subprocess.run(["git", "-C", ROOT, "cat-file", "-e", f"{ref}:{l}"],
-                                                       capture_output=True).returncode == 0]
-        archive = subprocess.run(["git", "-C", ROOT, "archive", ref, *present], capture_output=True, check=True)
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        for member in tar.getmembers():
-            if member.isfile() and member.name.endswith(".py"):
-                yield member.name, tar.extractfile(member).read().decode()
+                        yield os.path.relpath(path, root), f.read()
 
 
 def tally(files: Iterable[Tuple[str, str]]) -> collections.Counter:
@@ -85,7 +70,7 @@ def main(argv: list) -> int:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--against", metavar="REF")
     args = parser.parse_args(argv)
-    now = tally(working_tree())
+    now = tally(python_files(ROOT, LAYERS))
     total = sum(now.values())
     print(f"Any in annotations: {total}")
     for layer in LAYERS:
@@ -94,7 +79,9 @@ def main(argv: list) -> int:
     for path, count in now.most_common(args.top):
         print(f"  {count:>4}  {path}")
     if args.against:
-        before = sum(tally(revision_tree(args.against)).values())
+        import revision  # bench/revision.py: the revision's tree, laid out as the installed package
+
+        before = sum(tally(python_files(revision.revision_path(args.against), ["squall"])).values())
         print(f"{args.against}: {before}; now / then = {total / before:.2f}")
     return 0
 

@@ -36,12 +36,15 @@ def revision_path(ref: str) -> str:
     if os.path.isdir(os.path.join(path, "squall")):
         return path
     work = tempfile.mkdtemp(prefix=f"squall-rev-{commit[:12]}-")
-    archive = subprocess.run(["git", "-C", ROOT, "archive", commit, "squall", *LAYERS],
+    layers = [layer for layer in LAYERS  # an older revision may not have every layer yet
+              if subprocess.run(["git", "-C", ROOT, "cat-file", "-e", f"{commit}:{layer}"],
+                                capture_output=True).returncode == 0]
+    archive = subprocess.run(["git", "-C", ROOT, "archive", commit, "squall", *layers],
                              capture_output=True, check=True).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(os.path.join(work, "tree"))
     shutil.move(os.path.join(work, "tree", "squall"), os.path.join(work, "squall"))
-    for layer in LAYERS:
+    for layer in layers:
         shutil.move(os.path.join(work, "tree", layer), os.path.join(work, "squall", layer))
     os.rmdir(os.path.join(work, "tree"))
     try:
