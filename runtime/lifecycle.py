@@ -1,16 +1,15 @@
 """One lifecycle for the roles' background work (topology master, stream manager, metrics manager).
 
 A role process runs an asyncio loop plus a few background tasks (heartbeat
-checks, the state writer, timers, reconnecting) and maybe threads. Each
+checks, the state writer, timers, reconnecting). Each
 role holds one ``Lifecycle``:
 
 - ``status``: RUNNING until it is asked to stop (SIGTERM, ``stop()``) or a
   critical task dies; STOPPING from then on (the one spelling of "stopping"
   across roles: ``lifecycle.stopping``); STOPPED once its tasks are closed.
-- ``spawn(coro, name)`` / ``start_thread(target, name)``: a critical task or
-  thread. One that ends by raising is never left dead unnoticed: the
-  exception is logged with its traceback, the role is stopped (it closes as
-  on SIGTERM), and ``serve_role`` returns exit status 1, so its executor
+- ``spawn(coro, name)``: a critical task. One that ends by raising is never
+  left dead unnoticed: the exception is logged with its traceback, the role
+  is stopped (it closes as on SIGTERM), and ``serve_role`` returns exit status 1, so its executor
   restarts the process (STYLE.md: fail hard on a broken invariant). Work
   whose failure is harmless (one metrics send) is spawned with
   ``critical=False``: its failure is only logged.
@@ -91,18 +90,6 @@ class Lifecycle:
         task.add_done_callback(self._tasks.discard)
         task.add_done_callback(self._task_done if critical else _log_failure)
         return task
-
-    def start_thread(self, target: Callable[[], None], name: str) -> threading.Thread:
-        """Run ``target`` in a daemon thread; if it raises, the role stops with exit status 1."""
-        def guarded() -> None:
-            try:
-                target()
-            except BaseException as e:  # whatever ends it, the role must hear of it
-                self.fail(name, e)
-
-        thread = threading.Thread(target=guarded, name=name, daemon=True)
-        thread.start()
-        return thread
 
     def _task_done(self, task: asyncio.Task) -> None:
         if task.cancelled():

@@ -36,20 +36,6 @@ def test_a_critical_task_that_raises_stops_the_role_with_exit_status_1(caplog):
     assert record.exc_info[1].args == ("an invariant broke",)
 
 
-def test_a_critical_thread_that_raises_stops_the_role_with_exit_status_1():
-    life = Lifecycle("test role")
-
-    def poll():
-        raise OSError("the device went away")
-
-    async def serve():
-        life.start_thread(poll, "poller")
-        await life.wait_stopping()
-
-    assert serve_role(life, serve) == FAILED_EXIT
-    assert life.failure == "poller: OSError('the device went away')"
-
-
 def test_a_stop_is_exit_status_0_and_a_failed_non_critical_task_is_only_logged(caplog):
     life = Lifecycle("test role")
 
