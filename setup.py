@@ -8,7 +8,7 @@ import os
 
 from setuptools import setup
 
-LAYERS = ["conf", "packing", "state", "scheduler", "runtime", "yarn", "reports", "ui", "connectors", "testing"]
+LAYERS = ["conf", "packing", "state", "scheduler", "runtime", "yarn", "health", "reports", "ui", "connectors", "testing"]
 
 
 def _packages() -> dict:
