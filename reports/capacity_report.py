@@ -23,6 +23,7 @@ from squall.reports.inputs import (
 from squall.reports.metrics import Thresholds
 from squall.reports.output import Report, Table
 from squall.reports.progress import SparkProgress
+from squall.reports.verdict import capacity_verdict
 
 if TYPE_CHECKING:  # pyspark is an extra (squall[reports]): imported where a session starts
     from pyspark.sql import SparkSession
@@ -88,19 +89,29 @@ def capacity_report(options: CapacityOptions, spark: "SparkSession", progress: O
     if plan is not None or logical is not None:
         topology = logical.plan if logical else plans.topology_from_plan(plan, agg.kinds)
         policy_rows = _evaluate(topology, recs, base, view, run["topology"])
-        best = next((p for p in policy_rows if p.get("cheapest")), None)
-        if view is not None and best is not None:
-            headroom = [plans.queue_headroom(view, current, best)]
+    cheapest = next((p for p in policy_rows if p.get("cheapest")), None)
+    if view is not None and cheapest is not None:
+        headroom = [plans.queue_headroom(view, current, cheapest)]
     tables = [
-        Table("components", "Components", components, note=_COMPONENT_NOTE),
-        Table("recommendations", "Recommendations", recs, note=_recommendation_note(options.policy)),
+        Table("recommendations", "Recommendations", recs, note=_recommendation_note(options.policy),
+              key_columns=["component", "parallelism", "recommended_parallelism", "target_rate", "target_basis",
+                           "predicted_throughput", "recommended_cpu_cores", "recommended_ram_mb", "symptoms",
+                           "notes"]),
+        Table("components", "Components", components, note=_COMPONENT_NOTE,
+              key_columns=["component", "kind", "instances", "throughput_p95", "busy_pct", "cpu_p95_cores",
+                           "cpu_requested_cores", "ram_p95_mb", "ram_requested_mb", "backpressure_pct", "skew",
+                           "symptoms"]),
         Table("plans", "Recommended plan under every packing algorithm × granularity",
               [{k: v for k, v in p.items() if k != "shapes"} for p in policy_rows],
+              key_columns=["algorithm", "granularity", "containers", "yarn_vcores", "yarn_memory_mb",
+                           "cpu_utilisation_pct", "ram_utilisation_pct", "feasible", "rank", "cheapest"],
               note="Cheapest: feasible (and fitting the cluster view, when given), then least YARN memory, "
                    "vcores, containers. YARN memory is each container's memory rounded up to "
                    f"squall.yarn.min.allocation.mb ({yarn.min_allocation_mb} MiB); vcores are whole cores."),
         Table("hosts", "Hosts", capacity.host_table(hosts), note=_HOST_NOTE),
-        Table("instances", "Instances", instances),
+        Table("instances", "Instances", instances,
+              key_columns=["component", "task_id", "container", "rate_p95", "busy_pct", "cpu_p95_cores",
+                           "cpu_requested_cores", "ram_p95_mb", "ram_requested_mb", "backpressure_pct"]),
         Table("malformed", "Malformed metrics rows", validation.reasons,
               note=f"{validation.malformed:,} of {validation.lines:,} rows read were malformed and left out."),
     ]
@@ -145,6 +156,7 @@ def capacity_report(options: CapacityOptions, spark: "SparkSession", progress: O
                              "saturation_busy": options.thresholds.busy,
                              "saturation_cpu_allocation": options.thresholds.cpu_allocation},
               "series": agg.series},
+        verdict=capacity_verdict(recs, components, current, cheapest, options.policy.headroom),
     )
     if validation.malformed:
         report.summary.append(f"  {validation.malformed:,} malformed rows left out (see the malformed table)")

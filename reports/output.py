@@ -11,7 +11,7 @@ import datetime
 import html
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
 
 
@@ -22,11 +22,24 @@ class Table:
     rows: list
     columns: Optional[list] = None  # default: keys of the first row
     note: str = ""
+    key_columns: Optional[list] = None  # what the page shows first; every column stays one click away
+
 
     def cols(self) -> list:
         if self.columns:
             return self.columns
         return list(self.rows[0]) if self.rows else []
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a report says first: the decision (``headline``), what changes and why (``changes``:
+    rows of component, now, recommended, why) and what it costs and frees (``costs``: rows of
+    resource, now, recommended, change)."""
+
+    headline: str
+    changes: list
+    costs: list
 
 
 @dataclass
@@ -38,6 +51,7 @@ class Report:
     charts: list  # (title, png bytes)
     summary: list = field(default_factory=list)  # terminal lines
     data: dict = field(default_factory=dict)  # extra JSON content (parameters)
+    verdict: Optional[Verdict] = None
 
 
 def write_report(report: Report, out_dir: str) -> dict:
@@ -55,6 +69,7 @@ def write_report(report: Report, out_dir: str) -> dict:
         "kind": report.kind,
         "title": report.title,
         "facts": {k: v for k, v in report.facts},
+        **({"verdict": asdict(report.verdict)} if report.verdict else {}),
         **report.data,
         "tables": {t.name: t.rows for t in report.tables},
     }
@@ -108,23 +123,29 @@ th{background:#f3f3f3;position:sticky;top:0}td.t{text-align:left;white-space:nor
 dl{display:grid;grid-template-columns:max-content auto;gap:2px 1em}dt{font-weight:600}
 .note{color:#555;font-size:13px}img{max-width:100%;border:1px solid #eee;margin:.5em 0}
 .scroll{overflow-x:auto}
+.verdict{border-left:4px solid #2b6cb0;background:#f5f9ff;padding:.6em 1em;margin:1em 0}
+.verdict p.headline{font-size:1.1em;margin:.2em 0 .6em}.verdict table{font-size:13px}
+.verdict td{white-space:normal}details{margin:.5em 0}summary{cursor:pointer;color:#2b6cb0}
 """
 
 
 def render_html(report: Report) -> str:
+    """The decision first (the verdict), then the tables, each showing its key columns with every column
+    one click away, then the charts; the run's facts folded under "About this run"."""
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>{html.escape(report.title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{html.escape(report.title)}</h1>",
-        f"<p class='note'>Generated {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M:%S} UTC by "
-        "squall report. Tables are also in tables/*.csv and tables/*.json next to this file.</p>",
-        "<dl>",
     ]
+    if report.verdict:
+        parts.append(_verdict_html(report.verdict))
+    parts.append("<details><summary>About this run</summary><dl>")
     for label, value in report.facts:
         parts.append(f"<dt>{html.escape(str(label))}</dt><dd>{html.escape(_fmt(value))}</dd>")
     parts.append("</dl>")
-    if report.summary:
-        parts.append("<h2>Summary</h2><pre>" + html.escape("\n".join(report.summary)) + "</pre>")
+    parts.append(f"<p class='note'>Generated {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M:%S} UTC "
+                 "by squall report. Tables are also in tables/*.csv and tables/*.json next to this file.</p>")
+    parts.append("</details>")
     for table in report.tables:
         parts.append(f"<h2>{html.escape(table.title)}</h2>")
         if table.note:
@@ -140,13 +161,30 @@ def render_html(report: Report) -> str:
     return "\n".join(parts)
 
 
+def _verdict_html(verdict: Verdict) -> str:
+    parts = ["<section class='verdict' id='verdict'>", f"<p class='headline'>{html.escape(verdict.headline)}</p>"]
+    for title, rows in (("What changes, and why", verdict.changes), ("What it costs and frees", verdict.costs)):
+        if rows:
+            parts.append(f"<h3>{title}</h3>" + _rows_html(rows, list(rows[0])))
+    parts.append("</section>")
+    return "".join(parts)
+
+
 def html_table(table: Table) -> str:
     columns = table.cols()
     if not table.rows:
         return "<p class='note'>(none)</p>"
+    key = [c for c in table.key_columns or [] if c in columns]
+    if not key or len(key) == len(columns):
+        return _rows_html(table.rows, columns)
+    return (_rows_html(table.rows, key)
+            + f"<details><summary>All {len(columns)} columns</summary>{_rows_html(table.rows, columns)}</details>")
+
+
+def _rows_html(rows: Sequence[dict], columns: Sequence[str]) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
     body = []
-    for row in table.rows:
+    for row in rows:
         cells = []
         for c in columns:
             v = row.get(c)

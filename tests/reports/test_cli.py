@@ -36,6 +36,10 @@ def test_subprocess_capacity_report(known_run, tmp_path):
     result = json.loads(proc.stdout)
     assert result["html"] == str(out / "report.html") and os.path.isfile(result["html"])
     assert any(line.strip().startswith("work") and "-> 12" in line for line in result["summary"])
+    page = open(result["html"]).read()
+    verdict = json.load(open(result["json"]))["verdict"]
+    assert verdict["headline"].startswith("Scale work ") and " → 12" in verdict["headline"].split(".")[0]
+    assert page.index("id='verdict'") < page.index("<h2>Recommendations</h2>")  # the decision comes first
 
 
 def test_malformed_row_is_one_line_exit_2(spark, known_run, tmp_path, capsys):
