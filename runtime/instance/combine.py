@@ -1,0 +1,138 @@
+"""Map-side combining: a consumer's ``combine`` folds each batch's tuples of one key into one before it leaves.
+
+A bolt that declares ``combine(a, b)`` (``Bolt.combine``) lets every task that
+feeds it by a fields grouping send, per batch, one partial tuple per key
+instead of one tuple per emit (Hadoop's combiner, Spark's map-side combine,
+Flink's local aggregation). The sender does it where the batch leaves
+(``InstanceState.send_batch``: full, flushed, or before a checkpoint marker),
+so a batch's partials go to the one task that owns their key, in the order
+their keys first came, each the fold of that key's tuples in emit order.
+
+Two keys are the same when their values encode the same in msgpack, the rule
+``stable_hash`` routes by: ``1``, ``1.0`` and ``True`` stay apart, a list key
+works. A ``str`` key (the usual) is its own identity, without encoding.
+
+Where it is off, and why (``plan_combining`` logs the reason in each sending
+task): at least once, a partial would have to carry the trees of every tuple
+it folds and split each received span's value over the partials of its tuples
+(a sentence's words go to several keys); acks would not get fewer, and that
+bookkeeping lives in the span machinery being rebuilt (issue 30, item 1).
+Effectively once combining stays on and stays exact: a batch never spans a
+checkpoint marker (the instance flushes before it sends markers) and a
+rollback drops unsent batches whole, so each partial belongs to one epoch.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Callable, Dict, List, Mapping, Optional, Sequence
+
+import msgpack
+
+from squall.idl import schema
+from squall.runtime.instance.batch import Batch
+
+log = logging.getLogger(__name__)
+
+Values = Sequence[object]
+CombineFn = Callable[[Values, Values], Values]
+_packb = msgpack.Packer(use_bin_type=True).pack
+
+
+class CombineError(RuntimeError):
+    """A ``combine`` that broke its contract (a partial of another key or width)."""
+
+
+class Combiner:
+    """One consumer's ``combine`` over one stream, keyed by its fields grouping's fields (``key_index``)."""
+
+    __slots__ = ("consumer", "stream", "fn", "key_index")
+
+    def __init__(self, consumer: str, stream: str, fn: CombineFn, key_index: Sequence[int]) -> None:
+        self.consumer = consumer
+        self.stream = stream
+        self.fn = fn
+        self.key_index = tuple(key_index)
+
+    def identity(self, values: Values) -> object:
+        """What makes two tuples' keys the same: the key itself when it is one ``str``, else its msgpack."""
+        if len(self.key_index) == 1:
+            key = values[self.key_index[0]]
+            return key if key.__class__ is str else _packb(key)
+        return _packb([values[k] for k in self.key_index])
+
+    def __call__(self, vals: List[Values]) -> List[Values]:
+        """One partial per key of ``vals``, in the order the keys first came."""
+        fn = self.fn
+        identity = self.identity
+        partials: Dict[object, Values] = {}
+        get = partials.get
+        for values in vals:
+            key = identity(values)
+            acc = get(key)
+            partials[key] = values if acc is None else fn(acc, values)
+        if len(partials) == len(vals):
+            return vals
+        width = len(vals[0])
+        for key, partial in partials.items():
+            if len(partial) != width or identity(partial) != key:
+                raise CombineError(f"{self.consumer}.combine returned {list(partial)!r} for tuples of stream "
+                                   f"{self.stream!r}: a partial must keep their {width} fields and their key")
+        return list(partials.values())
+
+
+class Combining:
+    """A sending task's combiners by destination task, and how many tuples went in and out of them."""
+
+    def __init__(self, by_dest: Mapping[int, Mapping[str, Combiner]]) -> None:
+        self.by_dest = by_dest
+        self.tuples_in = 0
+        self.tuples_out = 0
+
+    def combine(self, batch: Batch) -> None:
+        """``batch``'s runs, each with one partial per key where its destination combines its stream."""
+        streams = self.by_dest.get(batch.dest)
+        if streams is None:
+            return
+        for run in batch.runs:
+            combiner = streams.get(run[0])
+            if combiner is not None:
+                self.tuples_in += len(run[1])
+                run[1] = combiner(run[1])
+                self.tuples_out += len(run[1])
+
+    def metrics(self) -> dict:
+        """The bucket's ``combined_in`` and ``combined_out`` (tuples before and after combining), reset."""
+        figures = {"combined_in": self.tuples_in, "combined_out": self.tuples_out}
+        self.tuples_in = self.tuples_out = 0
+        return figures
+
+
+def declared_combine(cls: type) -> Optional[CombineFn]:
+    """A bolt class's ``combine``, or None."""
+    return getattr(cls, "combine", None)
+
+
+def plan_combining(topology: schema.Topology, component: str, task_component: Mapping[int, str], reliable: bool,
+                   load_class: Callable[[str], type]) -> Optional[Combining]:
+    """The combiners of ``component``'s tasks under a plan (``task_component``: every task's component), or
+    None when nothing it feeds combines. ``load_class`` imports a consumer's class by its name."""
+    me = next(c for c in topology.components if c.name == component)
+    fields = {s.name: list(s.fields) for s in me.outputs}
+    by_consumer: Dict[str, Dict[str, Combiner]] = {}
+    for consumer in topology.components:
+        for inp in consumer.inputs:
+            if inp.component != component or inp.grouping != schema.GroupingKind.FIELDS:
+                continue
+            fn = declared_combine(load_class(consumer.class_name))
+            if fn is None:
+                continue
+            if reliable:
+                log.info("combining into %s off: at least once, a partial would have to carry the trees of every "
+                         "tuple it folds (docs/runtime.md, Map-side combining)", consumer.name)
+                continue
+            key_index = [fields[inp.stream].index(f) for f in inp.fields]
+            by_consumer.setdefault(consumer.name, {})[inp.stream] = Combiner(consumer.name, inp.stream, fn, key_index)
+            log.info("combining %s/%s into %s by %s", component, inp.stream, consumer.name, list(inp.fields))
+    if not by_consumer:
+        return None
+    return Combining({task: by_consumer[name] for task, name in task_component.items() if name in by_consumer})
