@@ -51,3 +51,37 @@ def test_word_count_with_a_bolt_combiner_is_exact(cluster, tmp_path, topology, m
         wait_until(lambda: sorted(summed(out, "acked-") or []) == list(range(SENTENCES)), timeout=60,
                    what="every sentence acked")
     cluster.squall("kill", topology)
+
+
+def test_streamlet_reduce_by_key_and_a_windowed_reduction_combine_exactly(cluster, tmp_path):
+    out = str(tmp_path / "out")
+    os.mkdir(out)
+    cluster.submit("streamlet_combine", f"e2e.out.dir={out}")
+    expected = word_counts()
+    words = sum(expected.values())
+
+    def last_counts():
+        last = Counter()
+        for word, n in recorded(out, "counts"):
+            last[word] = max(last[word], n)
+        return last
+
+    def window_sums():
+        sums = Counter()
+        for w in recorded(out, "windows"):
+            sums[w["key"]] += w["value"]
+        return sums
+
+    wait_until(lambda: last_counts() == expected, timeout=60, what="each word's running count to reach its count")
+    updates = len(recorded(out, "counts"))
+    assert len(expected) <= updates < words, "one update per partial, not per word"
+    wait_until(lambda: window_sums() == expected, timeout=60, what="the windows' sums to add up to each word's count")
+
+    def executed(component):
+        metrics = json.loads(cluster.squall("metrics", "streamlet_combine", "--json")[0])
+        return metrics["components"].get(component, {}).get("executed")
+
+    # both take the same keyed words from the same tasks, batched alike: the same partials
+    wait_until(lambda: executed("per_second") == updates, timeout=30,
+               what=f"per_second to have taken the {updates} partials count took")
+    cluster.squall("kill", "streamlet_combine")
