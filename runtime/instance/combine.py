@@ -12,12 +12,10 @@ Two keys are the same when their values encode the same in msgpack, the rule
 ``stable_hash`` routes by: ``1``, ``1.0`` and ``True`` stay apart, a list key
 works. A ``str`` key (the usual) is its own identity, without encoding.
 
-Where it is off, and why (``plan_combining`` logs the reason in each sending
-task): at least once, a partial would have to carry the trees of every tuple
-it folds and split each received span's value over the partials of its tuples
-(a sentence's words go to several keys); acks would not get fewer, and that
-bookkeeping lives in the span machinery being rebuilt (issue 30, item 1).
-Effectively once combining stays on and stays exact: a batch never spans a
+Exact in every mode. At most once by associativity. At least once a run's
+partials leave as one span anchored to every tuple the run folded
+(``one_span``): its trees complete only once every partial is processed, and a
+fail replays every tuple of the run. Effectively once a batch never spans a
 checkpoint marker (the instance flushes before it sends markers) and a
 rollback drops unsent batches whole, so each partial belongs to one epoch.
 """
@@ -89,6 +87,32 @@ class Combiner:
         return list(partials.values())
 
 
+def one_span(spans: list) -> list:
+    """At least once, a run's spans (``[start, roots, value, ...]``, ``runtime/acking.py``) as one span over all
+    its partials: in every tree of the run, each root's value the XOR of what the run's spans had for it.
+
+    Acking that span closes exactly what acking each of them would have, and only once every partial of the
+    run is processed: each partial is anchored to every tuple the run folded (its own and the other keys'),
+    so a fail replays them all. One span a run also keeps a ``process_batch`` receiver's one call a run.
+    """
+    values: Dict[int, int] = {}
+    for k in range(0, len(spans), 3):
+        roots, value = spans[k + 1], spans[k + 2]
+        if roots is None:  # not tracked
+            continue
+        if roots.__class__ is int:
+            values[roots] = values.get(roots, 0) ^ value
+            continue
+        for i, root in enumerate(roots):
+            values[root] = values.get(root, 0) ^ (value if value.__class__ is int else value[i])
+    if not values:
+        return [0, None, 0]
+    if len(values) == 1:
+        root, value = next(iter(values.items()))
+        return [0, root, value]
+    return [0, list(values), list(values.values())]
+
+
 class Combining:
     """A sending task's combiners by destination task, and how many tuples went in and out of them."""
 
@@ -98,16 +122,23 @@ class Combining:
         self.tuples_out = 0
 
     def combine(self, batch: Batch) -> None:
-        """``batch``'s runs, each with one partial per key where its destination combines its stream."""
+        """``batch``'s runs, each with one partial per key where its destination combines its stream (at
+        least once, their spans made one: ``one_span``)."""
         streams = self.by_dest.get(batch.dest)
         if streams is None:
             return
         for run in batch.runs:
             combiner = streams.get(run[0])
-            if combiner is not None:
-                self.tuples_in += len(run[1])
-                run[1] = combiner(run[1])
-                self.tuples_out += len(run[1])
+            if combiner is None:
+                continue
+            vals = run[1]
+            partials = combiner(vals)
+            self.tuples_in += len(vals)
+            self.tuples_out += len(partials)
+            if partials is not vals:
+                run[1] = partials
+                if len(run) > 2:
+                    run[2][:] = one_span(run[2])  # in place: a received Span's ack may ride on it until sent
 
     def metrics(self) -> dict:
         """The bucket's ``combined_in`` and ``combined_out`` (tuples before and after combining), reset."""
@@ -116,7 +147,7 @@ class Combining:
         return figures
 
 
-def plan_combining(topology: schema.Topology, component: str, task_component: Mapping[int, str], reliable: bool,
+def plan_combining(topology: schema.Topology, component: str, task_component: Mapping[int, str],
                    load_class: Callable[[str], type]) -> Optional[Combining]:
     """The combiners of ``component``'s tasks under a plan (``task_component``: every task's component), or
     None when nothing it feeds combines. ``load_class`` imports a consumer's class by its name."""
@@ -129,10 +160,6 @@ def plan_combining(topology: schema.Topology, component: str, task_component: Ma
                 continue
             fn: Optional[CombineFn] = load_class(consumer.class_name).combine  # Bolt.combine
             if fn is None:
-                continue
-            if reliable:
-                log.info("combining into %s off: at least once, a partial would have to carry the trees of every "
-                         "tuple it folds (docs/runtime.md, Map-side combining)", consumer.name)
                 continue
             key_index = [fields[inp.stream].index(f) for f in inp.fields]
             by_consumer.setdefault(consumer.name, {})[inp.stream] = Combiner(consumer.name, inp.stream, fn, key_index)

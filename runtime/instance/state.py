@@ -371,8 +371,7 @@ class InstanceState:
                                    self.container, self.context, self.chained)
         for task in self.task_component:
             self.batch_for(task)
-        self.combining = plan_combining(self.topology, self.component_name, self.task_component, self.reliable,
-                                        import_object)
+        self.combining = plan_combining(self.topology, self.component_name, self.task_component, import_object)
         self.fast_routes.clear()
         for name, route in self.routes.items():
             fast = route.fast()

@@ -1,7 +1,6 @@
 """Map-side combining (runtime/instance/combine.py): the combine buffer alone, then a sending instance's
 batches as they leave. No sockets."""
 import json
-import logging
 import os
 
 import msgpack
@@ -11,7 +10,7 @@ from squall import Spout
 from squall.idl import schema
 from squall.loader import load_topology_file
 from squall.runtime.instance import make_instance
-from squall.runtime.instance.combine import CombineError, Combiner
+from squall.runtime.instance.combine import CombineError, Combiner, one_span
 from squall.logical import topology_config
 from squall.runtime.protocol import DATA, DEST_COUNT, HEADER_SIZE, FrameReader
 from squall.stateful import stable_hash
@@ -76,29 +75,31 @@ def plan():
         stmgrs=[schema.StMgrLocation(container=1, host="h", data_port=2, pid=1)], instances=locations)
 
 
-def sent_runs(inst):
-    """{destination task: (tuples in the header, [[stream, values list, ...], ...])} of the DATA frames sent."""
+def sent_runs(inst, spans=False):
+    """{destination task: (tuples in the header, [[stream, values list(, spans)], ...])} of the DATA frames
+    sent."""
     out = {}
     for frame in FrameReader().feed(bytes(inst.out)):
         assert frame[4] == DATA
         dest, count = DEST_COUNT.unpack_from(frame, HEADER_SIZE)
         _src, runs, _epoch = msgpack.unpackb(frame[HEADER_SIZE + DEST_COUNT.size:])
         assert dest not in out
-        out[dest] = (count, [run[:2] for run in runs])
+        out[dest] = (count, runs if spans else [run[:2] for run in runs])
     inst.out.clear()
     return out
 
 
-WORDS = "a b a c b a d a".split()
+WORDS = "a b a d e b a d a".split()  # both count tasks get a word twice (d, e: task 2; a, b: 3)
 
 
-def emitted(mode):
-    """A words task under ``mode`` after emitting WORDS to count (fields grouping) and tally (shuffle)."""
+def emitted(mode, tracked=False):
+    """A words task under ``mode`` after emitting WORDS to count (fields grouping) and tally (shuffle);
+    ``tracked``: each word with an id (its index), a tree of its own."""
     config = topology_config(TOPOLOGY).with_layer({"topology.reliability.mode": mode}, "test")
     inst = make_instance(TOPOLOGY, "words", 1, 1, config, component_obj=Emitter())
     inst.on_physical_plan(plan())
-    for word in WORDS:
-        inst.component.emit([word, 1])
+    for i, word in enumerate(WORDS):
+        inst.component.emit([word, 1], tup_id=i if tracked else None)
     inst.flush_all()
     return inst
 
@@ -111,7 +112,7 @@ def owner(word):
 def test_at_most_once_each_count_task_gets_one_partial_per_word_and_tally_every_word():
     inst = emitted("ATMOST_ONCE")
     frames = sent_runs(inst)
-    assert frames[4] == (8, [["default", [[w, 1] for w in WORDS]]])  # shuffled into tally: not combined
+    assert frames[4] == (9, [["default", [[w, 1] for w in WORDS]]])  # shuffled into tally: not combined
     expected = {2: [], 3: []}
     for word in dict.fromkeys(WORDS):
         expected[owner(word)].append([word, WORDS.count(word)])
@@ -123,15 +124,35 @@ def test_at_most_once_each_count_task_gets_one_partial_per_word_and_tally_every_
             assert task not in frames
     assert sum(len(p) for p in expected.values()) == 4
     user = json.loads(inst.metrics_row(0.0, 1.0).user)
-    assert (user["combined_in"], user["combined_out"]) == (8, 4)
+    assert (user["combined_in"], user["combined_out"]) == (9, 4)
     assert json.loads(inst.metrics_row(0.0, 1.0).user)["combined_in"] == 0, "counted per bucket"
 
 
-def test_at_least_once_combining_is_off_and_says_why(caplog):
-    with caplog.at_level(logging.INFO, logger="squall.runtime.instance.combine"):
-        inst = emitted("ATLEAST_ONCE")
-    assert "combining into count off: at least once" in caplog.text
-    frames = sent_runs(inst)
-    words = {task: [v[0] for run in runs for v in run[1]] for task, (_, runs) in frames.items()}
-    assert sorted(words[2] + words[3]) == sorted(WORDS) and words[4] == WORDS
-    assert "combined_in" not in json.loads(inst.metrics_row(0.0, 1.0).user)
+def test_at_least_once_a_run_s_partials_are_one_span_in_every_tree_of_the_run():
+    inst = emitted("ATLEAST_ONCE", tracked=True)
+    frames = sent_runs(inst, spans=True)
+    trees = inst.tracker.trees  # root -> [tup_id, xor of its open values, emitted at]
+    assert sorted(entry[0] for entry in trees.values()) == list(range(len(WORDS)))
+    (_, tallied, tally_spans), = frames[4][1]
+    assert tallied == [[w, 1] for w in WORDS] and len(tally_spans) == 3 * len(WORDS)  # a span a word, as ever
+    acked = {}
+    for k in range(0, len(tally_spans), 3):
+        acked[tally_spans[k + 1]] = tally_spans[k + 2]
+    for task in (2, 3):
+        (stream, partials, spans), = frames[task][1]
+        words = [w for w in WORDS if owner(w) == task]
+        assert sorted(partials) == sorted([w, words.count(w)] for w in set(words))
+        start, roots, values = spans
+        assert start == 0 and len(roots) == len(words)  # one span: every word's tree
+        for root, value in zip(roots, values):
+            acked[root] = acked.get(root, 0) ^ value
+    for root, (tup_id, xor, _) in trees.items():  # acking every span sent closes every tree exactly
+        assert acked.pop(root) == xor, f"tree of word {tup_id}"
+    assert acked == {}
+
+
+def test_one_span_keeps_each_root_s_xor_and_leaves_untracked_tuples_out():
+    spans = [0, 7, 0b0011, 2, None, 0, 3, [7, 9], [0b0101, 0b1000], 5, [9, 11], 0b1111]
+    assert one_span(spans) == [0, [7, 9, 11], [0b0011 ^ 0b0101, 0b1000 ^ 0b1111, 0b1111]]
+    assert one_span([0, None, 0, 4, 5, 6]) == [0, 5, 6]
+    assert one_span([0, None, 0]) == [0, None, 0]
