@@ -348,7 +348,7 @@ class Bolt(Component):
     #: ``combine(a, b)``, a ``@staticmethod``: two tuples (values lists) of one key of a fields-grouped input
     #: made one, with the same key values (Hadoop's combiner, Flink's local aggregation). Associative, and
     #: free of side effects: the tasks that feed this bolt fold each batch's tuples of a key into one before
-    #: the exchange, at most once and effectively once (docs/runtime.md, "Map-side combining").
+    #: the exchange, in every reliability mode (docs/runtime.md, "Map-side combining").
     combine: Optional[Callable[[Sequence[object], Sequence[object]], Sequence[object]]] = None
 
     def process(self, tup: Tuple) -> None:

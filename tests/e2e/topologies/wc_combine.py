@@ -1,7 +1,8 @@
 """Word count with map-side combining, 1/2/2: split emits ``[word, 1]`` and the count bolt declares
-``combine``, so each split task sends one partial count per word per batch. Each count task writes ``count-<task>.json`` (its counts) and ``tuples-<task>.json``
-(how many tuples it received) to ``e2e.out.dir``; at least once the spout emits each sentence with an id
-and writes ``acked-<task>.json`` (the ids acked).
+``combine``, so each split task sends one partial count per word per batch. Each count task writes
+``count-<task>.json`` (its counts) and ``tuples-<task>.json`` (how many tuples it received) to
+``e2e.out.dir``; at least once the spout emits each sentence with an id and writes ``acked-<task>.json``
+(the ids acked).
 
 Config: ``e2e.out.dir``, ``e2e.sentences``.
 """
