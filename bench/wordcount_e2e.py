@@ -31,7 +31,7 @@ def _snapshot(out_dir: str) -> dict:
         with open(path) as f:
             lines = [json.loads(line) for line in f if line.endswith("\n")]
         if lines:
-            snap[path] = {"at": lines[-1]["at"], "words": lines[-1]["words"],
+            snap[path] = {"at": lines[-1]["at"], "words": lines[-1]["words"], "tuples": lines[-1].get("tuples", 0),
                           "samples": [s for line in lines for s in line["samples"]]}
     return snap
 
@@ -87,12 +87,14 @@ def run(seconds: float, warmup: float = 4.0, *props: str, topology: str = TOPOLO
         subprocess.run(squall + ["kill", "wc_bench"], env=env, check=True, stdout=subprocess.DEVNULL)
         shutil.rmtree(home, ignore_errors=True)
     words = sum(s["words"] for s in last.values()) - sum(s["words"] for s in first.values())
+    tuples = sum(s["tuples"] for s in last.values()) - sum(s["tuples"] for s in first.values())
     start = min(s["at"] for s in first.values())
     end = max(s["at"] for s in last.values())
     latencies = [lat * 1000 for s in last.values() for at, lat in s["samples"] if start <= at <= end]
     complete = [lat * 1000 for at, lat in completes if start <= at <= end]
     return {
         "words_per_sec": words / (end - start),
+        "tuples_per_word": tuples / words,  # into count: below 1 where combining folds words (0: not counted)
         "p50_ms": _percentile(latencies, 0.50),
         "p99_ms": _percentile(latencies, 0.99),
         "samples": len(latencies),

@@ -5,7 +5,7 @@ heronpy-shaped. The runtime attaches a collector to each component before
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Optional, Protocol, Sequence, Union
+from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequence, Union
 
 from squall.metrics import Metric
 from squall.spec import ComponentSpec
@@ -345,6 +345,11 @@ class Bolt(Component):
     #: time): its own ``topology.tick.tuple.freq.secs`` unless its config names one (Storm's per-component
     #: tick frequency)
     tick_secs: Optional[float] = None
+    #: ``combine(a, b)``, a ``@staticmethod``: two tuples (values lists) of one key of a fields-grouped input
+    #: made one, with the same key values (Hadoop's combiner, Flink's local aggregation). Associative, and
+    #: free of side effects: the tasks that feed this bolt fold each batch's tuples of a key into one before
+    #: the exchange, in every reliability mode (docs/runtime.md, "Map-side combining").
+    combine: Optional[Callable[[Sequence[object], Sequence[object]], Sequence[object]]] = None
 
     def process(self, tup: Tuple) -> None:
         """Handle one tuple."""

@@ -156,15 +156,20 @@ class Streamlet:
         """Keyed: each element becomes ``(fn(element), element)``, or ``(fn(element), value(element))``."""
         return self._then("key_by", KEYED, fn=fn, value=value)
 
-    def reduce_by_key(self, fn: Callable[[Any, Any], Any]) -> "Streamlet":
-        """Keyed: for each element, ``(key, fn(acc, value))``, the running reduction of its key's values."""
-        return self._keyed()._then("reduce_by_key", KEYED, fn=fn)
+    def reduce_by_key(self, fn: Callable[[Any, Any], Any], combine: bool = False) -> "Streamlet":
+        """Keyed: for each element, ``(key, fn(acc, value))``, the running reduction of its key's values.
+
+        ``combine`` (``fn`` associative): the upstream tasks reduce each batch's values of a key before the
+        exchange (Spark's map-side combine), so there is one update per key per batch, not per element;
+        each key's last value is the same (docs/windows.md)."""
+        return self._keyed()._then("reduce_by_key", KEYED, fn=fn, combine=combine)
 
     def reduce_by_key_and_window(self, window: Window, fn: Callable[[Any, Any], Any],
                                  timestamp: Optional[Callable[[Any], float]] = None, lag: float = 0.0) -> "Streamlet":
         """Each key's values in each window reduced with ``fn`` (associative), emitted when the window closes
         as ``{"key", "window": [start, end], "value"}``. Processing time, unless ``timestamp(value)`` gives
-        event time (with ``lag``: see ``WindowedBolt``)."""
+        event time (with ``lag``: see ``WindowedBolt``). In processing time over a duration window the
+        upstream tasks reduce each batch's values of a key before the exchange (docs/windows.md)."""
         return self._keyed()._then("reduce_by_key_and_window", VALUE, fn=fn, **_windowing(window, timestamp, lag))
 
     def join(self, other: "Streamlet", window: Window, fn: Callable[[Any, Any], Any],
@@ -234,6 +239,9 @@ class Streamlet:
         attrs["whole"] = not upstream.keyed and len(upstream.fields) > 1
         if "fn" in d:
             attrs["fn"] = staticmethod(d["fn"])
+        if d.get("combine") or (self.op == "reduce_by_key_and_window" and d["timestamp"] is None
+                                and not d["window"].by_count):
+            attrs["combine"] = ops.keyed_combine(d["fn"])
         if self.op in ("filter", "union", "clone", "repartition"):
             attrs["outputs"] = list(upstream.fields)
         if "window" in d:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from squall.component import Bolt, ReliableSpout, TopologyContext, Tuple
 from squall.windowed_bolt import WindowedBolt
@@ -108,6 +108,14 @@ class ReduceByKeyBolt(_Operator, Bolt):
         acc = value if acc is _MISSING else self.fn(acc, value)
         self._acc[key] = acc
         self.emit([key, acc])
+
+
+def keyed_combine(fn: Callable[[Any, Any], Any]) -> staticmethod:
+    """A keyed reduction's ``Bolt.combine``: two ``[key, value]`` tuples of one key as ``[key, fn(a, b)]``."""
+    def combine(a: Sequence[object], b: Sequence[object]) -> list:
+        return [a[0], fn(a[1], b[1])]
+
+    return staticmethod(combine)
 
 
 class LogBolt(_Operator, Bolt):

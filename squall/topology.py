@@ -6,6 +6,7 @@ the path at fault (``components.split.inputs[0].grouping``).
 """
 from __future__ import annotations
 
+import inspect
 import re
 from typing import Any, Mapping, Optional, Sequence
 
@@ -192,6 +193,10 @@ class _Validator:
                     and not getattr(spec.cls, "auto_ack", True)):
                 raise TopologyError(f"{where}.class: {spec.cls.__name__} has process_batch and auto_ack = False; a "
                                     "batch is acked when process_batch returns: keep auto_ack on")
+            if spec.kind == "BOLT" and not isinstance(inspect.getattr_static(spec.cls, "combine", None),
+                                                      (type(None), staticmethod)):
+                raise TopologyError(f"{where}.class: {spec.cls.__name__}.combine must be a @staticmethod: it runs in "
+                                    f"the tasks that feed {name!r}, which have no {spec.cls.__name__} object")
             par = spec.par
             if isinstance(par, bool) or not isinstance(par, int) or par < 1:
                 raise TopologyError(f"{where}.par: parallelism must be a positive integer, got {par!r}")

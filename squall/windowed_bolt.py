@@ -211,6 +211,10 @@ def check_windowed(cls: type, where: str, config: Mapping[str, object], input_fi
         raise TopologyError(f"{where}.class: {name} has event time (timestamp_field or timestamp()) and a "
                             f"{window.describe()} window: count windows count tuples as they arrive; event time "
                             "needs a duration window")
+    if cls.combine is not None and (timed or window.by_count):
+        raise TopologyError(f"{where}.class: {name} has combine() and {'event time' if timed else 'a count window'}: "
+                            f"{'a partial has no one timestamp' if timed else 'a partial would count as one tuple'}; "
+                            "combine only into a processing-time duration window")
     if field is not None:
         for source, fields in input_fields:
             if field not in fields:

@@ -20,8 +20,10 @@ import msgpack
 from squall.component import TICK_FREQ_KEY, Component, Tuple, TopologyContext
 from squall.conf import Config
 from squall.idl import schema
+from squall.importing import import_object
 from squall.metrics_schema import CHAIN
 from squall.runtime.instance.batch import Batch
+from squall.runtime.instance.combine import Combining, plan_combining
 from squall.runtime.instance.emit import FastEmit
 from squall.runtime.instance.tuples import Received
 from squall.runtime.protocol import (ACK, CONTROL, DATA, HEADER, MARKER, ProtocolError, data_frame,
@@ -110,6 +112,7 @@ class InstanceState:
         self.out_head = 0  # bytes at the start of ``out`` that end a frame the socket took the start of (loop.py)
         self.batches: Dict[int, Batch] = {}  # destination task -> Batch, for every task of the plan
         self.fast_routes: Dict[str, tuple] = {}  # stream -> what the fast emit path needs of it (``FastEmit``)
+        self.combining: Optional[Combining] = None  # map-side combining into the consumers that declare it
         self.packb = msgpack.Packer(use_bin_type=True).pack
         self.emit_cell = [0]  # emits since the last metrics bucket (``emit_count``), bumped by the fast paths
         self.chained = chained  # consumer -> its task in this process (a chain): every tuple for it goes there
@@ -120,8 +123,6 @@ class InstanceState:
         self.checkpoint = self._checkpointing(spec)
         self.init_role()
         if component_obj is None:
-            from squall.importing import import_object
-
             component_obj = self.runtime_class(import_object(spec.class_name))()
         else:
             component_obj.__class__ = self.runtime_class(type(component_obj))
@@ -181,6 +182,8 @@ class InstanceState:
         user = self.role_metrics(clock)
         if self.checkpoint is not None:
             user.update(self.checkpoint.metrics())
+        if self.combining is not None:
+            user.update(self.combining.metrics())
         self.errors.report(user)
         if self.context is not None:
             for name, (metric, _bucket) in self.context.metrics.items():
@@ -368,6 +371,7 @@ class InstanceState:
                                    self.container, self.context, self.chained)
         for task in self.task_component:
             self.batch_for(task)
+        self.combining = plan_combining(self.topology, self.component_name, self.task_component, import_object)
         self.fast_routes.clear()
         for name, route in self.routes.items():
             fast = route.fast()
@@ -458,6 +462,8 @@ class InstanceState:
 
         At least once, its runs' span lists are emptied once packed: a ``Span`` whose last child
         span was in them sees that its ack can no longer ride (``Span.ride``)."""
+        if self.combining is not None:
+            self.combining.combine(batch)
         self.out += data_frame(batch.dest, self.packb([self.task_id, batch.runs, self.epoch]), batch.count())
         if self.reliable:
             for run in batch.runs:
