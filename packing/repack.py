@@ -39,7 +39,7 @@ from squall.packing.build import build_plan
 from squall.packing.errors import PackingError
 from squall.packing.pack import place_new
 from squall.packing.request import Request, build_request
-from squall.packing.resources import Res
+from squall.resources import Res
 from squall.packing.validate import check_plan
 from squall.logical import encode_config
 
