@@ -60,11 +60,15 @@ class Edge:
     def chained(self) -> bool:
         return not self.reason
 
+    def to_json(self) -> dict:
+        """What ``squall pack --json`` and the UI's packing page give for the edge."""
+        return {"from": self.up, "to": self.down, "chained": self.chained, "reason": self.reason}
+
 
 @dataclass(frozen=True)
 class ChainPlan:
     """The chains of two or more components (head to tail, in the order of their heads' names) and
-    every edge between two components (by downstream, then upstream name) with its reason."""
+    every edge between two components (by upstream, then downstream name) with its reason."""
 
     chains: tuple
     edges: tuple
@@ -83,7 +87,7 @@ def chain_plan(topology: schema.Topology, base: Optional[Config] = None) -> Chai
     pairs = [(up, down) for down in sorted(by_name) for up in sorted({i.component for i in by_name[down].inputs})
              if up != down and up in by_name]
     if checkpointing(topology, config):  # a checkpoint's markers are aligned per process (docs/state.md)
-        return ChainPlan((), tuple(Edge(up, down, "checkpointing") for up, down in pairs))
+        return ChainPlan((), tuple(Edge(up, down, "checkpointing") for up, down in sorted(pairs)))
     reliable = config["topology.reliability.mode"] == "ATLEAST_ONCE"
     configs = {name: component_config(topology, name, base) for name in by_name}
     mode = {name: cc[CHAINING_KEY] for name, cc in configs.items()}
@@ -103,7 +107,7 @@ def chain_plan(topology: schema.Topology, base: Optional[Config] = None) -> Chai
     sizes = {name: config_res(cc, COMPONENT_KEYS) for name, cc in configs.items()}
     cap_keys = CAP_KEYS[config["squall.packing.granularity"]]
     cap = config_res(config, cap_keys)
-    room = Padding.of_config(config).room(cap)
+    padding = Padding.of_config(config)
     out = []
     for head in sorted(by_name):
         if head in predecessor or head not in successor:
@@ -111,14 +115,14 @@ def chain_plan(topology: schema.Topology, base: Optional[Config] = None) -> Chai
         path = [head]
         while path[-1] in successor and successor[path[-1]] not in path:
             path.append(successor[path[-1]])
-        for run, cut, reason in _runs(path, sizes, room, cap, cap_keys):
+        for run, cut, reason in _runs(path, sizes, padding, cap, cap_keys):
             if len(run) > 1:
                 out.append(tuple(run))
             if cut is not None:
                 why[cut] = reason
     chained = {(a, b) for chain in out for a, b in zip(chain, chain[1:])}
     edges = tuple(Edge(up, down, "" if (up, down) in chained else why.get((up, down), "a cycle"))
-                  for up, down in pairs)
+                  for up, down in sorted(pairs))
     return ChainPlan(tuple(out), edges)
 
 
@@ -140,13 +144,13 @@ def _refusal(up: schema.Component, down: schema.Component, mode: Mapping[str, st
     return ""
 
 
-def _runs(path: list, sizes: Mapping[str, Res], room: Res, cap: Res, cap_keys: tuple) -> list:
-    """``path`` cut into its longest prefix runs within one core that fit ``room``:
+def _runs(path: list, sizes: Mapping[str, Res], padding: Padding, cap: Res, cap_keys: tuple) -> list:
+    """``path`` cut into its longest prefix runs within one core that fit a container:
     ``[(run, cut edge or None, reason)]``, the cut edge the one after the run."""
     out = []
     run = [path[0]]
     for member in path[1:]:
-        reason = _over(run + [member], sizes, room, cap, cap_keys)
+        reason = _over(run + [member], sizes, padding, cap, cap_keys)
         if reason:
             out.append((run, (run[-1], member), reason))
             run = [member]
@@ -156,18 +160,22 @@ def _runs(path: list, sizes: Mapping[str, Res], room: Res, cap: Res, cap_keys: t
     return out
 
 
-def _over(run: list, sizes: Mapping[str, Res], room: Res, cap: Res, cap_keys: tuple) -> str:
+def _over(run: list, sizes: Mapping[str, Res], padding: Padding, cap: Res, cap_keys: tuple) -> str:
     """Why ``run`` cannot be one process ("" if it can)."""
     total = Res()
     for member in run:
         total = total + sizes[member]
     if total.cpu > ONE_CORE:
         return f"cpu {'+'.join(f'{sizes[m].cpu / MILLI:g}' for m in run)} > 1 core"
-    for dim in total.over(room):
-        key = cap_keys[DIMS.index(dim)]
-        return (f"would not fit a container: {total.describe(dim)} with the stream and metrics managers' "
-                f"share, more than {key}={cap.describe(dim).split(' ', 1)[1]}")
+    for dim in total.over(padding.room(cap)):
+        return (f"would not fit a container: {total.describe(dim)} + {_amount(padding.of(total), dim)} for the "
+                f"stream and metrics managers > {cap_keys[DIMS.index(dim)]}={_amount(cap, dim)}")
     return ""
+
+
+def _amount(res: Res, dim: str) -> str:
+    """``res``'s ``dim`` as a message shows it: ``0.35`` (cores), ``224 MB``."""
+    return res.describe(dim).split(" ", 1)[1]
 
 
 def chain_instances(chain_list: list, instances: Iterable[schema.InstanceId]) -> dict:
