@@ -13,7 +13,8 @@ second to the next here, so every round has its own baseline):
 - unchained, today's shape: bench/topologies/wc_bench.py (1 sentence, 2 split,
   2 count tasks; ``squall.chaining: off``): one process per task;
 - unchained, one task each: wc_bench_single.py with ``squall.chaining: off``;
-- chained, one task each: wc_bench_single.py with ``squall.chaining: auto``:
+- chained, one task each: wc_bench_single.py with ``squall.chaining: auto`` and
+  0.3 cpu a component (within one core together, so ``auto`` fuses all three):
   sentence -> split -> count in one process;
 - chained, two of each: wc_bench_pairs.py with ``squall.chaining: auto``: two
   sentence -> split chains, two count processes (fields grouping);
@@ -58,21 +59,22 @@ sys.path.insert(0, os.path.join(HERE, "topologies"))
 import wordcount_e2e  # noqa: E402
 
 TOPOLOGIES = os.path.join(HERE, "topologies")
+FUSED = "squall.component.cpu=0.3"  # three components within one core: auto fuses them (squall/chaining.py)
 RUNS = {
     "unchained (1,2,2)": ("wc_bench.py", "squall.chaining=off"),
     "unchained (1,1,1)": ("wc_bench_single.py", "squall.chaining=off"),
-    "chained (1,1,1)": ("wc_bench_single.py", "squall.chaining=auto"),
+    "chained (1,1,1)": ("wc_bench_single.py", "squall.chaining=auto", FUSED),
     "chained (2,2,2)": ("wc_bench_pairs.py", "squall.chaining=auto"),
-    "chained (1,1,1) at least once": ("wc_bench_single.py", "squall.chaining=auto",
+    "chained (1,1,1) at least once": ("wc_bench_single.py", "squall.chaining=auto", FUSED,
                                       "topology.reliability.mode=ATLEAST_ONCE", "topology.max.spout.pending=null"),
     "batch API unchained (1,1,1)": ("wc_bench_batch.py", "squall.chaining=off"),
-    "batch API chained (1,1,1)": ("wc_bench_batch.py", "squall.chaining=auto"),
-    "batch API chained at least once": ("wc_bench_batch.py", "squall.chaining=auto",
+    "batch API chained (1,1,1)": ("wc_bench_batch.py", "squall.chaining=auto", FUSED),
+    "batch API chained at least once": ("wc_bench_batch.py", "squall.chaining=auto", FUSED,
                                         "topology.reliability.mode=ATLEAST_ONCE", "topology.max.spout.pending=null"),
 }
 
 SHAPES = {  # what the chaining rule chooses between, at 1/1/1
-    "fused (0.3 cpu each)": ("squall.component.cpu=0.3",),
+    "fused (0.3 cpu each)": (FUSED,),
     "auto (0.5 cpu each: 2+1)": (),
     "pipelined (off)": ("squall.chaining=off",),
 }
