@@ -70,11 +70,11 @@ class ChainPlan:
     """The chains of two or more components (head to tail, in the order of their heads' names) and
     every edge between two components (by upstream, then downstream name) with its reason."""
 
-    chains: tuple
-    edges: tuple
+    chains: tuple[tuple[str, ...], ...]
+    edges: tuple[Edge, ...]
 
 
-def chains(topology: schema.Topology, base: Optional[Config] = None) -> list:
+def chains(topology: schema.Topology, base: Optional[Config] = None) -> list[tuple[str, ...]]:
     """The topology's chains of two or more components, each a tuple of component names from head to
     tail, in the order of their heads' names. Components in none run one process per task."""
     return list(chain_plan(topology, base).chains)
@@ -91,9 +91,9 @@ def chain_plan(topology: schema.Topology, base: Optional[Config] = None) -> Chai
     reliable = config["topology.reliability.mode"] == "ATLEAST_ONCE"
     configs = {name: component_config(topology, name, base) for name in by_name}
     mode = {name: cc[CHAINING_KEY] for name, cc in configs.items()}
-    why: dict = {}
-    successor: dict = {}
-    predecessor: dict = {}
+    why: dict[tuple[str, str], str] = {}
+    successor: dict[str, str] = {}
+    predecessor: dict[str, str] = {}
     for up, down in pairs:
         reason = _refusal(by_name[up], by_name[down], mode, reliable)
         if not reason and up in successor:
@@ -108,7 +108,7 @@ def chain_plan(topology: schema.Topology, base: Optional[Config] = None) -> Chai
     cap_keys = CAP_KEYS[config["squall.packing.granularity"]]
     cap = config_res(config, cap_keys)
     padding = Padding.of_config(config)
-    out = []
+    out: list[tuple[str, ...]] = []
     for head in sorted(by_name):
         if head in predecessor or head not in successor:
             continue
@@ -123,7 +123,7 @@ def chain_plan(topology: schema.Topology, base: Optional[Config] = None) -> Chai
     chained = {(a, b) for chain in out for a, b in zip(chain, chain[1:])}
     edges = tuple(Edge(up, down, "" if (up, down) in chained else why.get((up, down), "a cycle"))
                   for up, down in sorted(pairs))
-    return ChainPlan(tuple(out), edges)
+    return ChainPlan(tuple(sorted(out)), edges)
 
 
 def _refusal(up: schema.Component, down: schema.Component, mode: Mapping[str, str], reliable: bool) -> str:
@@ -144,7 +144,8 @@ def _refusal(up: schema.Component, down: schema.Component, mode: Mapping[str, st
     return ""
 
 
-def _runs(path: list, sizes: Mapping[str, Res], padding: Padding, cap: Res, cap_keys: tuple) -> list:
+def _runs(path: list[str], sizes: Mapping[str, Res], padding: Padding, cap: Res,
+          cap_keys: tuple[str, str, str]) -> list[tuple[list[str], Optional[tuple[str, str]], str]]:
     """``path`` cut into its longest prefix runs within one core that fit a container:
     ``[(run, cut edge or None, reason)]``, the cut edge the one after the run."""
     out = []
@@ -160,7 +161,7 @@ def _runs(path: list, sizes: Mapping[str, Res], padding: Padding, cap: Res, cap_
     return out
 
 
-def _over(run: list, sizes: Mapping[str, Res], padding: Padding, cap: Res, cap_keys: tuple) -> str:
+def _over(run: list[str], sizes: Mapping[str, Res], padding: Padding, cap: Res, cap_keys: tuple[str, str, str]) -> str:
     """Why ``run`` cannot be one process ("" if it can)."""
     total = Res()
     for member in run:
