@@ -49,7 +49,7 @@ def cmd_pack(args: argparse.Namespace) -> int:
         return _compare(args, topology, base)
     plan = pack(topology.plan, base, args.algorithm, args.granularity)
     config = topology_config(topology.plan, base)
-    chaining = chain_plan(topology.plan, base)
+    chaining = chain_plan(topology.plan, base, plan.granularity)
     if args.json:
         print_json({**plan_to_json(topology.name, plan), "summary": plan_summary(plan, config),
                     "chains": [list(chain) for chain in chaining.chains],

@@ -34,7 +34,7 @@ def pack(
     (topology master) is not in it: see ``tmaster_container_resources``.
     """
     request = build_request(topology, base, algorithm, granularity)
-    chain_list = chains(topology, base)
+    chain_list = chains(topology, base, request.granularity)
     fused = fuse(request, chain_list)
     ids = task_ids(topology)
     for unit, chain in fused.chains.items():  # a chain instance is one unit, known by its head's task id

@@ -103,7 +103,7 @@ def repack(
             f"containers={containers}: only roundrobin takes a container count; {request.algorithm} chooses it"
         )
     # chains as the new parallelism makes them: each chain instance is one unit (packing/chained.py)
-    chain_list = chains(with_parallelism(topology, par), base)
+    chain_list = chains(with_parallelism(topology, par), base, request.granularity)
     fused = fuse(request, chain_list)
     unit_par = {n: p for n, p in par.items() if not any(n in chain for chain in fused.chains.values())}
     unit_par.update({unit: par[chain[0]] for unit, chain in fused.chains.items()})

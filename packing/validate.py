@@ -28,7 +28,7 @@ def validate_plan(topology: schema.Topology, plan: schema.PackingPlan, base: Opt
 
     request = build_request(topology, base, plan.algorithm, plan.granularity)
     check_plan(request, plan)
-    check_together(chains(topology, base), plan)
+    check_together(chains(topology, base, plan.granularity), plan)
 
 
 def check_plan(request: Request, plan: schema.PackingPlan) -> None:

@@ -74,14 +74,19 @@ class ChainPlan:
     edges: tuple[Edge, ...]
 
 
-def chains(topology: schema.Topology, base: Optional[Config] = None) -> list[tuple[str, ...]]:
+def chains(topology: schema.Topology, base: Optional[Config] = None,
+           granularity: Optional[str] = None) -> list[tuple[str, ...]]:
     """The topology's chains of two or more components, each a tuple of component names from head to
     tail, in the order of their heads' names. Components in none run one process per task."""
-    return list(chain_plan(topology, base).chains)
+    return list(chain_plan(topology, base, granularity).chains)
 
 
-def chain_plan(topology: schema.Topology, base: Optional[Config] = None) -> ChainPlan:
-    """Chains and every edge's reason (module docstring: the rules, in the order they are asked)."""
+def chain_plan(topology: schema.Topology, base: Optional[Config] = None,
+               granularity: Optional[str] = None) -> ChainPlan:
+    """Chains and every edge's reason (module docstring: the rules, in the order they are asked).
+    ``granularity``: the packing granularity whose container a chain must fit (``task``: the
+    ``squall.container.max.*`` cap, ``worker``: the worker size); ``squall.packing.granularity`` unless
+    a packing is asked for another (``squall pack --granularity``, ``--compare``)."""
     config = topology_config(topology, base)
     by_name = {c.name: c for c in topology.components}
     pairs = [(up, down) for down in sorted(by_name) for up in sorted({i.component for i in by_name[down].inputs})
@@ -105,7 +110,7 @@ def chain_plan(topology: schema.Topology, base: Optional[Config] = None) -> Chai
         else:
             successor[up], predecessor[down] = down, up
     sizes = {name: config_res(cc, COMPONENT_KEYS) for name, cc in configs.items()}
-    cap_keys = CAP_KEYS[config["squall.packing.granularity"]]
+    cap_keys = CAP_KEYS[granularity or config["squall.packing.granularity"]]
     cap = config_res(config, cap_keys)
     padding = Padding.of_config(config)
     out: list[tuple[str, ...]] = []

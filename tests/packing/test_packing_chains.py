@@ -15,11 +15,11 @@ class B(Bolt):
     outputs = ["x"]
 
 
-def topology(pars=(4, 4, 4), chaining="auto", algorithm="auto", **config):
+def topology(pars=(4, 4, 4), chaining="auto", algorithm="auto", split_ram=1024, **config):
     b = TopologyBuilder("t")
     s = b.add_spout("spout", S, par=pars[0])
     sp = b.add_bolt("split", B, par=pars[1], inputs={s: Grouping.SHUFFLE},
-                    config={"squall.component.cpu": 0.5, "squall.component.ram.mb": 1024})
+                    config={"squall.component.cpu": 0.5, "squall.component.ram.mb": split_ram})
     b.add_bolt("count", B, par=pars[2], inputs={sp: Grouping.fields("x")})
     b.set_config({"squall.chaining": chaining, "squall.packing.algorithm": algorithm, **config})
     return b.build().plan
@@ -93,3 +93,12 @@ def test_topology_workers_above_the_chain_instances_gives_one_container_each():
     assert len(pack(t).containers) == 4
     with pytest.raises(PackingError, match="topology.workers=7 is more than the topology's 6 tasks"):
         pack(topology(pars=(2, 2, 2), **{"topology.workers": 7}))
+
+
+def test_a_chain_is_cut_for_the_granularity_the_packing_is_asked_for():
+    t = topology(split_ram=1700)  # with its spout: fits a 8192 MB container, not a 2048 MB worker beside the daemons
+    assert chains(t) == [("spout", "split")]
+    assert chains(t, granularity="worker") == []
+    plan = pack(t, granularity="worker")
+    validate_plan(t, plan)
+    assert plan.granularity == "worker"

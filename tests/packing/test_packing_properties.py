@@ -146,14 +146,15 @@ def chainable_topologies(draw):
 @SETTINGS
 @given(chainable_topologies())
 def test_with_chaining_on_what_fits_is_never_refused_and_no_chain_asks_for_more_than_a_core(t):
-    try:
-        request = build_request(t)
-    except PackingError as e:
-        assert "one instance needs" in str(e), str(e)
-        return  # an instance that fits no container alone: refused, and rightly
-    plan = pack(t)  # never refused for its chains
-    validate_plan(t, plan)
-    for chain in chains(t):
-        assert sum(request.sizes[m].cpu for m in chain) <= 1000, chain
-        together = sum((request.sizes[m] for m in chain), Res())
-        assert together.fits(request.room), chain
+    for granularity in GRANULARITIES:  # the configured one, and the other as `squall pack --compare` asks
+        try:
+            request = build_request(t, granularity=granularity)
+        except PackingError as e:
+            assert "one instance needs" in str(e), str(e)
+            continue  # an instance that fits no container alone: refused, and rightly
+        plan = pack(t, granularity=granularity)  # never refused for its chains
+        validate_plan(t, plan)
+        for chain in chains(t, granularity=granularity):
+            assert sum(request.sizes[m].cpu for m in chain) <= 1000, chain
+            together = sum((request.sizes[m] for m in chain), Res())
+            assert together.fits(request.room), chain
