@@ -1,6 +1,7 @@
 """Chaining: the same word count chained, unchained, and as plain single-process Python, side by side.
 
     .venv/bin/python bench/chaining.py [--seconds 6] [--rounds 3] [--against REF]
+    .venv/bin/python bench/chaining.py --rule [--seconds 6] [--rounds 2]
 
 Each round runs, one after the other on this machine (figures drift from one
 second to the next here, so every round has its own baseline):
@@ -12,7 +13,8 @@ second to the next here, so every round has its own baseline):
 - unchained, today's shape: bench/topologies/wc_bench.py (1 sentence, 2 split,
   2 count tasks; ``squall.chaining: off``): one process per task;
 - unchained, one task each: wc_bench_single.py with ``squall.chaining: off``;
-- chained, one task each: wc_bench_single.py with ``squall.chaining: auto``:
+- chained, one task each: wc_bench_single.py with ``squall.chaining: auto`` and
+  0.3 cpu a component (within one core together, so ``auto`` fuses all three):
   sentence -> split -> count in one process;
 - chained, two of each: wc_bench_pairs.py with ``squall.chaining: auto``: two
   sentence -> split chains, two count processes (fields grouping);
@@ -28,16 +30,27 @@ and chained at least once / at most once.
 (``bench/revision.py``: every process of the topology imports it) and once on
 this tree, alternately, and prints for each run its median words/s and CPU
 µs a word on both, and the ratio (this tree / REF).
+
+``--rule`` measures what ``squall.chaining: auto`` chooses between (docs/runtime.md,
+Chaining): the 1/1/1 word count, tuple and batch API, fused whole (each component
+requesting 0.3 cpu: 0.9 together, one chain), as ``auto`` cuts it at the default
+requests (0.5 cpu each: sentence+split fused, count in a process of its own) and
+pipelined (``squall.chaining: off``: one process a task), each on free cores
+(words/s) and on a busy machine (as many spinning processes as cores beside it:
+words/s and CPU µs a word, every process of the topology). Ratios are against
+pipelined in the same round.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import subprocess
 import sys
 import time
+from typing import Iterator
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -46,18 +59,26 @@ sys.path.insert(0, os.path.join(HERE, "topologies"))
 import wordcount_e2e  # noqa: E402
 
 TOPOLOGIES = os.path.join(HERE, "topologies")
+FUSED = "squall.component.cpu=0.3"  # three components within one core: auto fuses them (squall/chaining.py)
 RUNS = {
     "unchained (1,2,2)": ("wc_bench.py", "squall.chaining=off"),
     "unchained (1,1,1)": ("wc_bench_single.py", "squall.chaining=off"),
-    "chained (1,1,1)": ("wc_bench_single.py", "squall.chaining=auto"),
+    "chained (1,1,1)": ("wc_bench_single.py", "squall.chaining=auto", FUSED),
     "chained (2,2,2)": ("wc_bench_pairs.py", "squall.chaining=auto"),
-    "chained (1,1,1) at least once": ("wc_bench_single.py", "squall.chaining=auto",
+    "chained (1,1,1) at least once": ("wc_bench_single.py", "squall.chaining=auto", FUSED,
                                       "topology.reliability.mode=ATLEAST_ONCE", "topology.max.spout.pending=null"),
     "batch API unchained (1,1,1)": ("wc_bench_batch.py", "squall.chaining=off"),
-    "batch API chained (1,1,1)": ("wc_bench_batch.py", "squall.chaining=auto"),
-    "batch API chained at least once": ("wc_bench_batch.py", "squall.chaining=auto",
+    "batch API chained (1,1,1)": ("wc_bench_batch.py", "squall.chaining=auto", FUSED),
+    "batch API chained at least once": ("wc_bench_batch.py", "squall.chaining=auto", FUSED,
                                         "topology.reliability.mode=ATLEAST_ONCE", "topology.max.spout.pending=null"),
 }
+
+SHAPES = {  # what the chaining rule chooses between, at 1/1/1
+    "fused (0.3 cpu each)": (FUSED,),
+    "auto (0.5 cpu each: 2+1)": (),
+    "pipelined (off)": ("squall.chaining=off",),
+}
+APIS = {"tuple": "wc_bench_single.py", "batch": "wc_bench_batch.py"}
 
 
 def plain_python(seconds: float) -> float:
@@ -146,11 +167,48 @@ def against(ref: str, rounds: int, seconds: float) -> None:
         print(line)
 
 
+@contextlib.contextmanager
+def busy(processes: int) -> Iterator[None]:
+    """``processes`` spinning Python processes for the duration: a cluster whose cores are taken."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(processes)]
+    try:
+        yield
+    finally:
+        for p in spinners:
+            p.kill()
+            p.wait()
+
+
+def rule(rounds: int, seconds: float) -> None:
+    """Fused, auto and pipelined, tuple and batch API, on free cores and on a busy machine."""
+    words: dict = {}
+    cpu: dict = {}
+    for r in range(rounds):
+        for load, spinners in (("free", 0), ("busy", os.cpu_count() or 1)):
+            for api, file in APIS.items():
+                for shape, props in SHAPES.items():
+                    with busy(spinners):
+                        run = wordcount_e2e.run(seconds, 4.0, *props, topology=os.path.join(TOPOLOGIES, file))
+                    key = (load, api, shape)
+                    words.setdefault(key, []).append(run["words_per_sec"])
+                    cpu.setdefault(key, []).append(sum(run["cpu_us_per_word"].values()))
+        print(f"round {r + 1} done", flush=True)
+    print(f"\nwords/s and CPU µs a word (every process), median of {rounds} rounds ({os.cpu_count()} cores; busy: "
+          f"{os.cpu_count()} spinning processes beside it); x: words/s against pipelined in the same round")
+    for (load, api, shape), values in words.items():
+        base = words[load, api, "pipelined (off)"]
+        ratios = sorted(w / b for w, b in zip(values, base))
+        print(f"  {load:<5} {api:<6} {shape:<26} {statistics.median(values) / 1e3:>8,.0f}k "
+              f"{statistics.median(cpu[load, api, shape]):>6.2f} µs  {statistics.median(ratios):.2f}x "
+              f"({ratios[0]:.2f}-{ratios[-1]:.2f})")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=6.0)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--against", metavar="REF", help="compare with git revision REF (e.g. faad9f0)")
+    p.add_argument("--rule", action="store_true", help="fused, auto and pipelined on free and busy cores")
     p.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # one round's figures (--against)
     args = p.parse_args()
     if args.json:
@@ -158,6 +216,9 @@ def main() -> None:
         return
     if args.against:
         against(args.against, args.rounds, args.seconds)
+        return
+    if args.rule:
+        rule(args.rounds, args.seconds)
         return
     results: dict = {name: [] for name in ["plain Python", "tight loop", *RUNS]}
     cpu: dict = {name: [] for name in RUNS}  # µs of CPU a word, every process of the topology

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from squall.packing.resources import Res
+from squall.resources import Res
 
 Instance = tuple  # (component, task_id, component_index)
 

@@ -10,7 +10,7 @@ import hashlib
 
 from squall.idl import schema
 from squall.packing.request import Request
-from squall.packing.resources import Res
+from squall.resources import Res
 
 
 def build_plan(request: Request, assignment: list) -> schema.PackingPlan:

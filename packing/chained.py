@@ -3,7 +3,8 @@
 A chain (``squall/chaining.py``) runs task *i* of each of its components in one
 process, so packing places the tasks of index *i* together: the algorithms see
 one component per chain, ``head+next+...``, whose instance is the sum of its
-members' sizes, and the plan they make is *expanded* into the members'
+members' sizes (a chain fits a container by construction: ``squall/chaining.py``
+cuts one that would not), and the plan they make is *expanded* into the members'
 instances, each with its own size and task id, in the container the unit went
 to. The request the plans are built and checked with is the real one. A
 ``topology.workers`` above the number of units (but not of tasks) gives one
@@ -17,8 +18,8 @@ from typing import Callable, Mapping, Optional
 from squall.idl import schema
 
 from squall.packing.errors import PackingError
-from squall.packing.request import ComponentNeed, Request, check_each_fits
-from squall.packing.resources import Res
+from squall.packing.request import ComponentNeed, Request
+from squall.resources import Res
 
 
 def unit_name(chain: tuple) -> str:
@@ -62,9 +63,6 @@ def fuse(request: Request, chain_list: list) -> Fused:
     if request.workers is not None and fused.total_tasks < request.workers:
         # topology.workers counts containers of tasks; chained, fewer units may fill them all
         fused = replace(fused, workers=fused.total_tasks)
-    check_each_fits(fused, what=lambda name: f"chain {name!r} (its tasks run in one process: "
-                                             f"squall.chaining, docs/runtime.md)" if name in unit_of.values()
-                    else f"component {name!r}")
     return Fused(fused, {unit_name(chain): chain for chain in chain_list})
 
 

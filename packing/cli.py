@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Protocol
 
+from squall.chaining import ChainPlan, chain_plan
 from squall.commandline import add_config_options, add_json_option, format_table, load_topology, print_json
 from squall.logical import topology_config
 from squall.packing.errors import PackingError
@@ -48,8 +49,11 @@ def cmd_pack(args: argparse.Namespace) -> int:
         return _compare(args, topology, base)
     plan = pack(topology.plan, base, args.algorithm, args.granularity)
     config = topology_config(topology.plan, base)
+    chaining = chain_plan(topology.plan, base, plan.granularity)
     if args.json:
-        print_json({**plan_to_json(topology.name, plan), "summary": plan_summary(plan, config)})
+        print_json({**plan_to_json(topology.name, plan), "summary": plan_summary(plan, config),
+                    "chains": [list(chain) for chain in chaining.chains],
+                    "edges": [edge.to_json() for edge in chaining.edges]})
         return 0
     print(f"topology {topology.name!r}: {plan.algorithm} packing at {plan.granularity} granularity, plan {plan.id}")
     rows = []
@@ -74,7 +78,18 @@ def cmd_pack(args: argparse.Namespace) -> int:
         print(f"{'yarn waste:':<14}{yarn['waste_mb']} MB, {yarn['waste_vcores']:g} vcores ({yarn['shapes']} shape(s))")
     u = s["utilisation"]
     print(f"{'utilisation:':<14}cpu {u['cpu']:g}%, ram {u['ram_mb']:g}% (instances / requested)")
+    _print_chaining(chaining)
     return 0
+
+
+def _print_chaining(chaining: ChainPlan) -> None:
+    """Each chain (one process a task index) and each edge: chained, or why not."""
+    print()
+    print(f"{'chains:':<14}" + ("; ".join(" -> ".join(chain) for chain in chaining.chains) or "none"))
+    if chaining.edges:
+        rows = [(f"{e.up} -> {e.down}", "chained" if e.chained else f"not chained: {e.reason}")
+                for e in chaining.edges]
+        print(format_table(["edge", "chaining"], rows))
 
 
 def _compare(args: argparse.Namespace, topology: "Topology", base: "Config") -> int:

@@ -14,7 +14,7 @@ from collections import deque
 from typing import Sequence
 
 from squall.packing.bins import Bins
-from squall.packing.resources import Res
+from squall.resources import Res
 
 
 def smallest(sizes: Sequence[Res]) -> Res:

@@ -14,9 +14,10 @@ from squall.packing.chained import check_together, expand, fuse
 from squall.packing.build import build_plan
 from squall.packing.errors import PackingError
 from squall.packing.fit import first_fit, round_robin_fit
-from squall.packing.request import CAP_KEYS, Request, build_request, config_res, instance_order, topological_order
+from squall.packing.request import Request, build_request, instance_order, topological_order
 from squall.packing.roundrobin import check_capacity, fewest_round_robin, round_robin, spread
 from squall.packing.validate import check_plan
+from squall.resources import CAP_KEYS, config_res
 
 
 def pack(
@@ -33,7 +34,7 @@ def pack(
     (topology master) is not in it: see ``tmaster_container_resources``.
     """
     request = build_request(topology, base, algorithm, granularity)
-    chain_list = chains(topology, base)
+    chain_list = chains(topology, base, request.granularity)
     fused = fuse(request, chain_list)
     ids = task_ids(topology)
     for unit, chain in fused.chains.items():  # a chain instance is one unit, known by its head's task id

@@ -39,7 +39,7 @@ from squall.packing.build import build_plan
 from squall.packing.errors import PackingError
 from squall.packing.pack import place_new
 from squall.packing.request import Request, build_request
-from squall.packing.resources import Res
+from squall.resources import Res
 from squall.packing.validate import check_plan
 from squall.logical import encode_config
 
@@ -103,7 +103,7 @@ def repack(
             f"containers={containers}: only roundrobin takes a container count; {request.algorithm} chooses it"
         )
     # chains as the new parallelism makes them: each chain instance is one unit (packing/chained.py)
-    chain_list = chains(with_parallelism(topology, par), base)
+    chain_list = chains(with_parallelism(topology, par), base, request.granularity)
     fused = fuse(request, chain_list)
     unit_par = {n: p for n, p in par.items() if not any(n in chain for chain in fused.chains.values())}
     unit_par.update({unit: par[chain[0]] for unit, chain in fused.chains.items()})

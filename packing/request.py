@@ -6,69 +6,21 @@ agree on instance sizes, container capacity and padding.
 from __future__ import annotations
 
 import heapq
-import math
 from dataclasses import dataclass
-from fractions import Fraction
-from typing import Callable, Mapping, Optional
+from typing import Mapping, Optional
 
 from squall.conf import Config, base_config
 from squall.idl import schema
 from squall.logical import component_config, topology_config
 from squall.packing.errors import PackingError
-from squall.packing.resources import Res
+from squall.resources import CAP_KEYS, COMPONENT_KEYS, DIMS, Padding, Res, config_res
 
 ALGORITHMS = ("auto", "roundrobin", "rcrr", "ffd")
 GRANULARITIES = ("task", "worker")
 
-CAP_KEYS = {
-    "task": ("squall.container.max.cpu", "squall.container.max.ram.mb", "squall.container.max.disk.mb"),
-    "worker": ("squall.worker.cpu", "squall.worker.ram.mb", "squall.worker.disk.mb"),
-}
-_COMPONENT_KEYS = ("squall.component.cpu", "squall.component.ram.mb", "squall.component.disk.mb")
-DIMS = ("cpu", "ram", "disk")
-
-
-def config_res(config: Mapping[str, object], keys: tuple) -> Res:
-    return Res.of(config[keys[0]], config[keys[1]], config[keys[2]])
-
 
 def key_for(keys: tuple, dim: str) -> str:
     return keys[DIMS.index(dim)]
-
-
-@dataclass(frozen=True)
-class Padding:
-    """What a container reserves on top of its instances.
-
-    ``fixed`` is the daemons every container runs (stream manager + metrics
-    manager); when ``percentage`` is set it replaces them: each dimension is
-    padded by that share of the instances' sum, rounded up.
-    """
-
-    fixed: Res
-    percentage: Optional[Fraction] = None
-
-    def of(self, used: Res) -> Res:
-        if self.percentage is None:
-            return self.fixed
-        p = self.percentage / 100
-        return Res(*(int(math.ceil(getattr(used, d) * p)) for d in DIMS))
-
-    def room(self, cap: Res) -> Res:
-        """The largest instance sum ``u`` (per dimension) with ``u + of(u) <= cap``."""
-        if self.percentage is None:
-            return cap - self.fixed
-        p = self.percentage / 100
-        out = []
-        for d in DIMS:
-            c = getattr(cap, d)
-            x = int(c / (1 + p))
-            while x + 1 + math.ceil((x + 1) * p) <= c:
-                x += 1
-            while x > 0 and x + math.ceil(x * p) > c:
-                x -= 1
-            out.append(x)
-        return Res(*out)
 
 
 @dataclass(frozen=True)
@@ -136,16 +88,12 @@ def build_request(
     granularity = choose(granularity, config, "squall.packing.granularity", GRANULARITIES)
     cap_keys = CAP_KEYS[granularity]
     cap = config_res(config, cap_keys)
-    daemons = config_res(config, ("squall.stmgr.cpu", "squall.stmgr.ram.mb", "squall.stmgr.disk.mb")) + config_res(
-        config, ("squall.metricsmgr.cpu", "squall.metricsmgr.ram.mb", "squall.metricsmgr.disk.mb")
-    )
-    pct = config["squall.packing.padding.percentage"]
-    padding = Padding(daemons, None if pct is None else Fraction(repr(float(pct))))
+    padding = Padding.of_config(config)
     parallelism = parallelism or {}
     components = []
     for component in sorted(topology.components, key=lambda c: c.name):
         cc = component_config(topology, component.name, base)
-        size = config_res(cc, _COMPONENT_KEYS)
+        size = config_res(cc, COMPONENT_KEYS)
         par = parallelism.get(component.name, component.parallelism)
         upstream = tuple(sorted({i.component for i in component.inputs} - {component.name}))
         components.append(ComponentNeed(component.name, par, size, upstream))
@@ -165,8 +113,8 @@ def build_request(
     return request
 
 
-def check_each_fits(request: Request, what: Callable[[str], str] = lambda name: f"component {name!r}") -> None:
-    """Refuse a component one instance of which cannot fit an empty container (``what`` names it)."""
+def check_each_fits(request: Request) -> None:
+    """Refuse a component one instance of which cannot fit an empty container."""
     room = request.room
     for c in request.components:
         if c.parallelism < 1:
@@ -180,8 +128,8 @@ def check_each_fits(request: Request, what: Callable[[str], str] = lambda name: 
             if dim == "cpu":
                 need, pad, cap = need / 1000, pad / 1000, cap / 1000
             raise PackingError(
-                f"{what(c.name)}: one instance needs {dim} {need:g}{unit} "
-                f"({_COMPONENT_KEYS[DIMS.index(dim)]}) plus {pad:g}{unit} padding, more than a "
+                f"component {c.name!r}: one instance needs {dim} {need:g}{unit} "
+                f"({COMPONENT_KEYS[DIMS.index(dim)]}) plus {pad:g}{unit} padding, more than a "
                 f"{'container' if request.granularity == 'task' else 'worker'} holds: {key}={cap:g}"
             )
 

@@ -14,7 +14,7 @@ from typing import Iterable, Mapping
 from squall.packing.bins import Bins
 from squall.packing.errors import PackingError
 from squall.packing.request import Request, instance_order, key_for, topological_order
-from squall.packing.resources import MILLI
+from squall.resources import MILLI
 
 
 def round_robin(request: Request, bins: Bins, instances: Mapping[str, list], workers: int) -> None:

@@ -7,7 +7,7 @@ from typing import Mapping
 from squall.idl import schema
 
 from squall.packing.errors import PackingError
-from squall.packing.resources import Res
+from squall.resources import Res
 from squall.packing.yarn import yarn_shapes
 
 

@@ -9,7 +9,7 @@ from squall.conf import Config
 from squall.logical import MAX_SPOUT_TASK
 from squall.packing.errors import PackingError
 from squall.packing.request import Request, build_request
-from squall.packing.resources import Res
+from squall.resources import Res
 
 
 def validate_plan(topology: schema.Topology, plan: schema.PackingPlan, base: Optional[Config] = None) -> None:
@@ -28,7 +28,7 @@ def validate_plan(topology: schema.Topology, plan: schema.PackingPlan, base: Opt
 
     request = build_request(topology, base, plan.algorithm, plan.granularity)
     check_plan(request, plan)
-    check_together(chains(topology, base), plan)
+    check_together(chains(topology, base, plan.granularity), plan)
 
 
 def check_plan(request: Request, plan: schema.PackingPlan) -> None:

@@ -17,7 +17,7 @@ from squall.idl import schema
 
 from squall.conf import base_config
 from squall.packing.errors import PackingError
-from squall.packing.resources import Res
+from squall.resources import Res
 
 _UNSET: Any = object()
 

@@ -12,6 +12,7 @@ import os
 import time
 from typing import Mapping, Optional
 
+from squall.chaining import chain_plan
 from squall.conf import masked
 from squall.errors import SquallError
 from squall.idl import schema
@@ -157,7 +158,8 @@ def component(state: StateManager, metrics: MetricsCache, name: str, component_n
 
 
 def packing(state: StateManager, metrics: MetricsCache, name: str) -> dict:
-    """The packing plan, each container's requested and used resources and YARN shape, the physical plan."""
+    """The packing plan, each container's requested and used resources and YARN shape, each edge's chaining,
+    the physical plan."""
     data = show_data(state, name, errors=False)
     topo = state.get(Kind.TOPOLOGY, name)
     config = topology_config(topo)
@@ -191,6 +193,7 @@ def packing(state: StateManager, metrics: MetricsCache, name: str) -> dict:
     return {
         "topology": name, "algorithm": plan.algorithm, "granularity": plan.granularity, "packing_plan_id": plan.id,
         "containers": containers, "metrics_error": unreachable, "processes": data["processes"],
+        "edges": [edge.to_json() for edge in chain_plan(topo).edges],
         "physical_plan": None if physical is None else {
             "packing_plan_id": physical.packing_plan_id,
             "tmaster": {"host": physical.tmaster.host, "port": physical.tmaster.control_port,

@@ -1,5 +1,6 @@
-"""The word count of wc_bench.py with one task per component: with ``squall.chaining: auto`` the
-three run as one chain, in one process (every edge has one task to go to)."""
+"""The word count of wc_bench.py with one task per component: with ``squall.chaining: auto`` and
+requests within one core together (bench/chaining.py gives 0.3 cpu each) the three run as one chain,
+in one process (every edge has one task to go to)."""
 from squall import Grouping, TopologyBuilder
 
 from wc_bench import TimedCount, TimedSentences, TimedSplit

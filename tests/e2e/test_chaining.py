@@ -73,7 +73,7 @@ def test_the_batch_api_counts_exactly_chained_or_not(cluster, tmp_path, chaining
     out.mkdir()
     cluster.squall("submit", os.path.join(HERE, "topologies", "wc_batch.py"), "--config-property",
                    f"e2e.out.dir={out}", "--config-property", f"squall.chaining={chaining}", "--config-property",
-                   f"topology.reliability.mode={mode}")
+                   f"topology.reliability.mode={mode}", "--config-property", "squall.component.cpu=0.3")  # 3 in a core
     shown = json.loads(cluster.squall("show", "wc_batch", "--json")[0])
     assert shown["chains"] == ([["sentences", "split", "count"]] if chaining == "auto" else [])
     wait_until(lambda: sum(sum(c.values()) for c in read_counts(str(out)).values()) >= TOTAL,

@@ -24,7 +24,8 @@ def topology(pars=(1, 1, 1), grouping=Grouping.SHUFFLE, config=None, split_confi
     s = b.add_spout("spout", S, par=pars[0])
     sp = b.add_bolt("split", B, par=pars[1], inputs={s: Grouping.SHUFFLE}, config=split_config)
     b.add_bolt("count", count_cls, par=pars[2], inputs={sp: grouping})
-    b.set_config({"squall.chaining": "auto", **(config or {})})
+    # three components within one core: the cpu rule (tests/packing/test_chain_reasons.py) keeps out of the way
+    b.set_config({"squall.chaining": "auto", "squall.component.cpu": 0.25, **(config or {})})
     return b.build().plan
 
 

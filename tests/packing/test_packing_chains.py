@@ -2,6 +2,7 @@
 import pytest
 
 from squall import Bolt, Grouping, Spout, TopologyBuilder
+from squall.chaining import chains
 from squall.idl import replace
 from squall.packing import PackingError, pack, repack, validate_plan, with_parallelism
 
@@ -14,11 +15,11 @@ class B(Bolt):
     outputs = ["x"]
 
 
-def topology(pars=(4, 4, 4), chaining="auto", algorithm="auto", **config):
+def topology(pars=(4, 4, 4), chaining="auto", algorithm="auto", split_ram=1024, **config):
     b = TopologyBuilder("t")
     s = b.add_spout("spout", S, par=pars[0])
     sp = b.add_bolt("split", B, par=pars[1], inputs={s: Grouping.SHUFFLE},
-                    config={"squall.component.cpu": 1.0, "squall.component.ram.mb": 1024})
+                    config={"squall.component.cpu": 0.5, "squall.component.ram.mb": split_ram})
     b.add_bolt("count", B, par=pars[2], inputs={sp: Grouping.fields("x")})
     b.set_config({"squall.chaining": chaining, "squall.packing.algorithm": algorithm, **config})
     return b.build().plan
@@ -44,15 +45,16 @@ def test_every_algorithm_puts_a_chain_instance_in_one_container(algorithm):
     validate_plan(t, plan)
     # each task keeps its own size and its own task id
     sizes = {(i.id.component, i.resources.cpu, i.resources.ram_mb) for c in plan.containers for i in c.instances}
-    assert ("split", 1.0, 1024) in sizes and ("spout", 0.5, 256) in sizes
+    assert ("split", 0.5, 1024) in sizes and ("spout", 0.5, 256) in sizes
     assert sorted(i.id.task_id for c in plan.containers for i in c.instances) == list(range(1, 13))
 
 
-def test_a_chain_instance_too_big_for_a_container_is_refused_naming_the_chain():
-    t = topology(**{"squall.container.max.cpu": 1.5})  # split (1 + 0.35 padding) fits alone; with its spout not
-    with pytest.raises(PackingError, match=r"chain 'spout\+split' \(its tasks run in one process"):
-        pack(t)
-    pack(topology(chaining="off", **{"squall.container.max.cpu": 1.5}))  # unchained, it packs
+def test_a_chain_instance_too_big_for_a_container_is_split_not_refused():
+    t = topology(**{"squall.container.max.ram.mb": 1400})  # split (1024 + 224 padding) fits alone; with its spout not
+    assert chains(t) == []
+    plan = pack(t)
+    validate_plan(t, plan)
+    assert sorted(i.id.task_id for c in plan.containers for i in c.instances) == list(range(1, 13))
 
 
 def test_scaling_a_chain_up_adds_whole_units_and_moves_nothing():
@@ -91,3 +93,12 @@ def test_topology_workers_above_the_chain_instances_gives_one_container_each():
     assert len(pack(t).containers) == 4
     with pytest.raises(PackingError, match="topology.workers=7 is more than the topology's 6 tasks"):
         pack(topology(pars=(2, 2, 2), **{"topology.workers": 7}))
+
+
+def test_a_chain_is_cut_for_the_granularity_the_packing_is_asked_for():
+    t = topology(split_ram=1700)  # with its spout: fits a 8192 MB container, not a 2048 MB worker beside the daemons
+    assert chains(t) == [("spout", "split")]
+    assert chains(t, granularity="worker") == []
+    plan = pack(t, granularity="worker")
+    validate_plan(t, plan)
+    assert plan.granularity == "worker"

@@ -4,9 +4,11 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from squall.chaining import chains
 from squall.idl import encode
 from squall.packing import PackingError, pack, repack, validate_plan, with_parallelism
 from squall.packing.request import build_request
+from squall.resources import Res
 from packing_helpers import comp, topo
 
 ALGORITHMS = ("roundrobin", "rcrr", "ffd")
@@ -113,3 +115,46 @@ def test_repack_invariants(t, data):
     if scale_up_only:
         assert diff.moved == [] and diff.removed == [] and diff.renumbered == []
     assert encode(new) == encode(repack(t, plan, new_par)[0])
+
+
+@st.composite
+def chainable_topologies(draw):
+    """Lines of components of one parallelism (every edge chainable but for its sizes), a branch now and then,
+    ``squall.chaining: auto``, the packing's settings drawn."""
+    par = draw(st.integers(1, 6))
+    components = []
+    for k in range(draw(st.integers(2, 6))):
+        inputs = [f"c{k - 1}"] if k else []
+        if k > 1 and draw(st.booleans()):
+            inputs.append(f"c{draw(st.integers(0, k - 2))}")
+        components.append(comp(f"c{k}", par if draw(st.integers(0, 4)) else draw(st.integers(1, 6)),
+                               cpu=draw(st.sampled_from([0.1, 0.25, 0.3, 0.5, 0.75, 1.0, 1.5])),
+                               ram=draw(st.integers(1, 64)) * 64, disk=draw(st.integers(0, 16)) * 64, inputs=inputs))
+    config = {
+        "squall.chaining": "auto",
+        "squall.packing.algorithm": draw(st.sampled_from(["auto", "rcrr", "ffd"])),
+        "squall.packing.granularity": draw(st.sampled_from(GRANULARITIES)),
+        "squall.container.max.cpu": draw(st.sampled_from([2.0, 4.0, 8.0])),
+        "squall.container.max.ram.mb": draw(st.sampled_from([2048, 4096, 8192])),
+        "squall.worker.cpu": draw(st.sampled_from([2.0, 3.0])),
+        "squall.worker.ram.mb": draw(st.sampled_from([2560, 4096])),
+        "squall.packing.padding.percentage": draw(st.sampled_from([None, 0, 10, 25])),
+    }
+    return topo(components, config)
+
+
+@SETTINGS
+@given(chainable_topologies())
+def test_with_chaining_on_what_fits_is_never_refused_and_no_chain_asks_for_more_than_a_core(t):
+    for granularity in GRANULARITIES:  # the configured one, and the other as `squall pack --compare` asks
+        try:
+            request = build_request(t, granularity=granularity)
+        except PackingError as e:
+            assert "one instance needs" in str(e), str(e)
+            continue  # an instance that fits no container alone: refused, and rightly
+        plan = pack(t, granularity=granularity)  # never refused for its chains
+        validate_plan(t, plan)
+        for chain in chains(t, granularity=granularity):
+            assert sum(request.sizes[m].cpu for m in chain) <= 1000, chain
+            together = sum((request.sizes[m] for m in chain), Res())
+            assert together.fits(request.room), chain

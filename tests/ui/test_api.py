@@ -92,6 +92,9 @@ def test_packing_has_requested_used_and_the_physical_plan(local):
         assert mine["yarn_shape"]["vcores"] >= 1 and mine["used"]["ram_mb"] > 0
     assert {i["task_id"] for i in p["physical_plan"]["instances"]} == {1, 2, 3, 4, 5}
     assert {s["container"] for s in p["physical_plan"]["stmgrs"]} == {1, 2}
+    assert p["edges"] == [  # why each edge is not chained (squall/chaining.py)
+        {"from": "sentences", "to": "split", "chained": False, "reason": "different parallelism (1 and 2)"},
+        {"from": "split", "to": "count", "chained": False, "reason": "fields grouping"}]
 
 
 def test_logs_come_in_bounded_windows(local):
