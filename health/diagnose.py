@@ -1,15 +1,15 @@
 """Symptoms -> diagnoses: what is wrong with which component, with the figures that say so.
 
 Pure functions of the newest observation and the recent ones the policy keeps (docs/health.md,
-"How it decides"). Every diagnosis of a component is returned, most specific first, so that the
-policy can fall back to the next when a resolution is blacklisted:
+"How it decides"). Every diagnosis is returned in this order (then the most saturated component
+first), so that the policy can fall back to the next when a resolution is blacklisted:
 
 1. ``slow_instance``: one task's service time far above its peers', its queue high or it saturated,
    its rate no higher than theirs, its peers fine (more tasks would not help: that one is sick);
 2. ``skew``: under fields grouping, one task's rate far above its peers' and it saturated or its
    queue high (more tasks would not relieve a hot key);
 3. ``chain_bottleneck``: a chain whose process (its members' busy fractions add up in one thread)
-   is saturated: split it before adding tasks;
+   is saturated, though no member alone may be: split it before adding tasks;
 4. ``under_provisioned``: the busiest task at or above target + band;
 5. ``over_provisioned``: every task below target - band for the whole scale-down grace.
 """
@@ -30,6 +30,9 @@ BACKPRESSURE_MIN = 0.05  # spouts throttled this share of the window, or more: b
 BACKPRESSURE_CAP = 0.95  # the demand estimate observed / (1 - backpressure) is capped at 20 times
 
 
+PRIORITY = ("slow_instance", "skew", "chain_bottleneck", "under_provisioned", "over_provisioned")
+
+
 @dataclass(frozen=True)
 class Diagnosis:
     name: str  # slow_instance | skew | chain_bottleneck | under_provisioned | over_provisioned
@@ -39,13 +42,13 @@ class Diagnosis:
 
 
 def diagnose(observation: Observation, recent: Sequence[Observation], settings: HealthSettings) -> list:
-    """Every diagnosis of ``observation``'s components, most specific first within a component, the
-    most saturated component first. ``recent``: earlier observations, oldest first."""
+    """Every diagnosis of ``observation``'s components in ``PRIORITY`` order, the most saturated
+    component first within one. ``recent``: earlier observations, oldest first."""
     found = []
     order = sorted(observation.components.values(), key=lambda c: -busy(busiest(c)))
     for comp in order:
         found.extend(_of_component(comp, observation, recent, settings))
-    return found
+    return sorted(found, key=lambda d: PRIORITY.index(d.name))
 
 
 def _of_component(comp: ComponentObservation, obs: Observation, recent: Sequence[Observation],
@@ -60,14 +63,16 @@ def _of_component(comp: ComponentObservation, obs: Observation, recent: Sequence
         return [Diagnosis("skew", comp.name, hot[1], hot[0])]
     out = []
     top = busiest(comp)
+    chain = chain_load(comp, obs)
+    chain_hot = chain is not None and chain["chain_busy"] >= settings.high
+    if chain_hot and chain["split_at"] == comp.name:  # type: ignore[index]
+        out.append(Diagnosis("chain_bottleneck", comp.name, chain))  # type: ignore[arg-type]
     if busy(top) >= settings.high:
-        chain = chain_load(comp, obs)
-        if chain is not None and chain["chain_busy"] >= settings.high:
-            out.append(Diagnosis("chain_bottleneck", comp.name, chain))
         out.append(Diagnosis("under_provisioned", comp.name, {
             "busy": round(busy(top), 3), "busiest_task": top.task_id, "high": round(settings.high, 3),
             **demand(comp, obs, recent, settings)}))
-    elif below_band_since(comp.name, obs, recent, settings) and spout_backpressure(obs) < BACKPRESSURE_MIN:
+    elif (not chain_hot and below_band_since(comp.name, obs, recent, settings)
+          and spout_backpressure(obs) < BACKPRESSURE_MIN):
         out.append(Diagnosis("over_provisioned", comp.name, {
             "busy": round(busy(top), 3), "busiest_task": top.task_id, "low": round(settings.low, 3),
             "grace_secs": settings.scale_down_grace_secs, **demand(comp, obs, recent, settings)}))

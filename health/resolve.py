@@ -203,6 +203,12 @@ def measure(decision: Decision, obs: Observation, settings: HealthSettings) -> t
         still = dx.slow_task(comp, settings)
         slow = still is not None and still[0] == decision.action.task_id
         return not slow, f"task {decision.action.task_id} " + ("still slow" if slow else "no longer slow")
+    if decision.diagnosis == "chain_bottleneck":
+        chain = dx.chain_load(comp, obs)
+        if chain is None:
+            return True, f"{comp.name} runs in a process of its own"
+        return float(chain["chain_busy"]) < settings.high, f"chain {' -> '.join(chain['chain'])} " \
+            f"{100 * float(chain['chain_busy']):.0f}% busy"
     predicted = float(decision.expected.get("input_rate") or 0.0)
     ok = held < dx.BACKPRESSURE_MIN and top < settings.high
     if decision.diagnosis == "under_provisioned":

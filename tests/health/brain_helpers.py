@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Mapping, Optional, Sequence
 
-from squall.health.model import ComponentObservation, Observation, TaskObservation
+from squall.health.model import Action, ComponentObservation, Observation, TaskObservation
 from squall.health.settings import HealthSettings
 
 WINDOW = 10.0
@@ -54,6 +54,21 @@ class Pipeline:
     per_container: int = 4
     slow: Mapping[int, float] = field(default_factory=dict)  # bolt task index -> its own service ms
     cpu_ms_per_tuple: float = 0.05
+    spout_cpu: float = 0.5
+    spout_ram_mb: float = 256.0
+    restart_heals: bool = True  # a restarted slow task comes back at the common service time
+
+    def apply(self, action: Action) -> None:
+        """What the scheduler's update would do to the topology (scale, resize, restart a task)."""
+        if action.kind == "restart_task" and self.restart_heals:
+            self.slow = {i: s for i, s in self.slow.items() if 10 + i != action.task_id}
+        if action.component == "bolt":
+            self.parallelism = action.parallelism or self.parallelism
+            self.bolt_cpu = action.cpu or self.bolt_cpu
+            self.bolt_ram_mb = action.ram_mb or self.bolt_ram_mb
+        elif action.component == "spout":
+            self.spout_cpu = action.cpu or self.spout_cpu
+            self.spout_ram_mb = action.ram_mb or self.spout_ram_mb
 
     def observe(self, time: float, **more: object) -> Observation:
         service = [self.slow.get(i, self.service_ms) for i in range(self.parallelism)]
@@ -71,7 +86,8 @@ class Pipeline:
         spout = task(1, carried, 0.05, container=1, backpressure_ms=held * WINDOW * 1000, spout=True,
                      cpu_percent=5.0)
         containers = math.ceil((1 + self.parallelism) / self.per_container)
-        return observation(time, [component("spout", [spout], kind="spout"),
+        return observation(time, [component("spout", [spout], kind="spout", cpu=self.spout_cpu,
+                                            ram_mb=self.spout_ram_mb),
                                   component("bolt", bolts, cpu=self.bolt_cpu, ram_mb=self.bolt_ram_mb)],
                            containers=containers, **more)  # type: ignore[arg-type]
 
