@@ -10,7 +10,8 @@ Rules (docs/health.md, "How it decides"):
   ``blacklist_secs`` (Dhalion's blacklist): the next diagnosis of the component is tried instead;
 - no action while the topology is not running (degraded, paused) or something else changes it
   (``busy_elsewhere``): the decision is ``blocked`` with the reason;
-- parallelism within ``[min, max]`` of the component, containers within ``max_containers``;
+- parallelism within ``[min, max]`` of the component, containers within ``max_containers``: a
+  decision held at a bound is ``blocked`` and the next diagnosis is tried;
 - at most one actionable decision per observation; a decision the same as the last of its kind is not
   repeated (the history shows it once).
 """
@@ -93,8 +94,13 @@ class HealthPolicy:
         candidates = self._candidates(obs)
         chosen = []
         if self._in_flight() is None:
-            actionable = [c for c in candidates if c.action.kind != "none" and not self._blacklisted(c, obs.time)]
-            chosen = [self._held(self._bounded(actionable[0], obs), obs)] if actionable else []
+            for candidate in candidates:
+                if candidate.action.kind == "none" or self._blacklisted(candidate, obs.time):
+                    continue
+                bounded = self._bounded(candidate, obs)
+                chosen.append(self._held(bounded, obs))
+                if bounded.status == "recommended":
+                    break  # one actionable decision; one held at a bound lets the next be tried
         reports = [c for c in candidates if c.action.kind == "none"]
         out = [d for d in reports + chosen if not self._repeats(d)]
         self._history.extend(out)
