@@ -1,4 +1,4 @@
-"""``auto``: the fewest containers it can find, opening as many as needed.
+"""``auto``: the least YARN allocates, in the fewest containers it can find, opening as many as needed.
 
 1. First-fit decreasing by counts under each of ``counts.orderings`` (Heron's
    ram-first FFD among them, so never more containers than ``ffd``) and the
@@ -9,7 +9,15 @@
    for a packing into one container fewer, again and again, until it proves
    there is none, reaches the lower bound or spends ``SEARCH_STEPS``; each
    target is tried under two component orders, each with half the steps.
-3. ``topology.workers`` set to W above that count: the instances are dealt
+3. What YARN grants is what the cluster gives up (memory rounded up to
+   ``squall.yarn.min.allocation.mb``, whole vcores): instances move, or
+   swap two at a time, between containers while that lowers the granted
+   memory, then vcores (``cheapest``; at most ``IMPROVE_PASSES``), so a container
+   just past a rounding step gives its overhang to one with room below its
+   own; the same is done from the instances dealt round robin over as many
+   containers and one more, and the least YARN grants wins (``cheapest_of``). Minimising containers alone left that waste (the packing-policy
+   report ranked round-robin above ``auto`` on a heterogeneous topology).
+4. ``topology.workers`` set to W above that count: the instances are dealt
    largest first over W containers (``fit.round_robin_fit``, a container
    that cannot take an instance is skipped); should that need more than W,
    the fewest-container packing's container with the most instances is
@@ -20,6 +28,7 @@ the same byte for byte on every run.
 """
 from __future__ import annotations
 
+import itertools
 from typing import Mapping, Optional, Sequence
 
 from squall.packing.bins import Bins
@@ -28,11 +37,14 @@ from squall.packing.counts import (CountProblem, containers, expand, fill_by_sco
 from squall.packing.errors import PackingError
 from squall.packing.fit import round_robin_fit
 from squall.packing.request import Request
+from squall.packing.resources import Res
 from squall.packing.search import Search
+from squall.packing.yarn import granted
 
 SEARCH_CONTAINERS = 64  # above this many containers, the greedy packing stands
 SEARCH_STEPS = 30_000  # per packing; a step is one node of the search
 SEARCH_ORDERS = (3, 0)  # which of ``orderings`` the search tries, each with its share of the steps
+IMPROVE_PASSES = 200  # moves of one instance the YARN objective makes at most
 
 
 def count_problem(request: Request, instances: Mapping[str, list]) -> CountProblem:
@@ -86,7 +98,81 @@ def pack_auto(request: Request, bins: Bins, instances: Mapping[str, list]) -> No
                     bins.add(i, m)
             return
         solution = split(solution, workers)
+    else:
+        solution = cheapest_of(request, problem, instances, solution, keep=workers or 0)
     place(request, bins, instances, solution)
+
+
+def cheapest_of(request: Request, problem: CountProblem, instances: Mapping[str, list], solution: Sequence[tuple],
+                keep: int = 0) -> list:
+    """The least YARN grants (memory, then vcores, then containers) of ``solution`` and the instances
+    dealt round robin over as many containers and one more, each improved by ``cheapest``."""
+    names = [c.name for c in request.components]
+    candidates = [solution]
+    for n in (len(solution), len(solution) + 1):
+        dealt = _deal(request, problem, instances, n) if n <= sum(problem.counts) else None
+        if dealt is not None:
+            candidates.append([tuple(sum(1 for m in members if m[0] == name) for name in names) for members in dealt])
+
+    def total(vectors: Sequence[tuple]) -> tuple:
+        costs = [yarn_cost(request, problem, v) for v in vectors]
+        return sum(c[0] for c in costs), sum(c[1] for c in costs), len(vectors)
+
+    return min((cheapest(request, problem, c, keep) for c in candidates), key=total)
+
+
+def yarn_cost(request: Request, problem: CountProblem, vector: Sequence[int]) -> tuple:
+    """``(memory_mb, vcores)`` YARN grants a container holding ``vector`` (none for an empty one)."""
+    if not any(vector):
+        return 0, 0
+    used = Res(*(sum(q * s[d] for q, s in zip(vector, problem.sizes)) for d in range(3)))
+    return granted(request.container_resources(used), request.yarn_step_mb)
+
+
+def cheapest(request: Request, problem: CountProblem, solution: Sequence[tuple], keep: int = 0) -> list:
+    """``solution`` with instances moved, or swapped two at a time, between its containers while that
+    lowers what YARN grants the two (memory first, then vcores): the best change of each pass, the
+    first in container and component order on a tie, at most ``IMPROVE_PASSES`` changes. A container
+    is emptied (and dropped) only while more than ``keep`` remain."""
+    out = [list(v) for v in solution]
+    costs = [yarn_cost(request, problem, v) for v in out]
+    kinds = range(len(problem.sizes))
+    for _ in range(IMPROVE_PASSES):
+        best = None
+        for i, j in itertools.permutations(range(len(out)), 2):
+            for t, u in itertools.product(kinds, (None, *kinds)):
+                src, dst = _exchange(problem, out[i], out[j], t, u)
+                if src is None or (not any(src) and sum(1 for v in out if any(v)) <= keep):
+                    continue
+                after = (yarn_cost(request, problem, src), yarn_cost(request, problem, dst))
+                gain = (costs[i][0] + costs[j][0] - after[0][0] - after[1][0],
+                        costs[i][1] + costs[j][1] - after[0][1] - after[1][1])
+                if gain > (0, 0) and (best is None or gain > best[0]):
+                    best = (gain, i, j, src, dst, after)
+        if best is None:
+            break
+        _, i, j, out[i], out[j], (costs[i], costs[j]) = best
+    return [tuple(v) for v in out if any(v)]
+
+
+def _exchange(problem: CountProblem, src: list, dst: list, t: int, u: Optional[int]) -> tuple:
+    """``src`` and ``dst`` after one instance of component ``t`` goes from ``src`` to ``dst`` (and, with
+    ``u``, one of ``u`` comes back), or ``(None, None)`` if that is impossible or does not fit."""
+    if not src[t] or (u is not None and (u <= t or not dst[u])) or not any(dst):
+        return None, None
+    src, dst = list(src), list(dst)
+    src[t] -= 1
+    dst[t] += 1
+    if u is not None:
+        dst[u] -= 1
+        src[u] += 1
+    if not (_fits(problem, src) and _fits(problem, dst)):
+        return None, None
+    return src, dst
+
+
+def _fits(problem: CountProblem, vector: Sequence[int]) -> bool:
+    return all(sum(q * s[d] for q, s in zip(vector, problem.sizes)) <= problem.room[d] for d in range(3))
 
 
 def _deal(request: Request, problem: CountProblem, instances: Mapping[str, list], workers: int) -> Optional[list]:
