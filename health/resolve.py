@@ -118,8 +118,9 @@ def _scale_down(d: Diagnosis, comp: ComponentObservation, obs: Observation, rece
 def right_size(comp: ComponentObservation, obs: Observation, recent: Sequence[Observation],
                settings: HealthSettings, parallelism: int, wanted: float) -> tuple:
     """``(cpu or None, ram_mb or None, formula)`` per instance from measured use over the grace window:
-    cpu = max(p95 cores × parallelism now / after, rate per instance × cpu per tuple) × (1 + margin),
-    ram = p95 rss × (1 + margin), each rounded up to its step; None where it moves less than
+    cpu = max(p95 cores × parallelism now / after × (1 + margin), demand × (1 + headroom) / after × cpu per
+    tuple) (the second: enough cpu for the rate the parallelism was computed at), ram = p95 rss × (1 + margin),
+    each rounded up to its step; None where it moves less than
     ``RESIZE_CHANGE`` of the request (JStorm's pools following measured load)."""
     start = obs.time - settings.scale_down_grace_secs
     window = [o.components[comp.name] for o in (*recent, obs) if o.time >= start and comp.name in o.components]
@@ -132,8 +133,8 @@ def right_size(comp: ComponentObservation, obs: Observation, recent: Sequence[Ob
         p95 = percentile(cores, 95)
         per_tuple = dx.load(comp).cpu_per_tuple or 0.0
         per_rate = wanted * (1.0 + settings.headroom) / parallelism * per_tuple
-        need = max(CPU_STEP, capacity.round_up(max(p95 * comp.parallelism / parallelism, per_rate) * margin, CPU_STEP))
-        parts.append(f"cpu = ceil(max({p95:.3g} × {comp.parallelism}/{parallelism}, {per_rate:.3g}) × {margin:g} "
+        need = max(CPU_STEP, capacity.round_up(max(p95 * comp.parallelism / parallelism * margin, per_rate), CPU_STEP))
+        parts.append(f"cpu = ceil(max({p95:.3g} × {comp.parallelism}/{parallelism} × {margin:g}, {per_rate:.3g}) "
                      f"to {CPU_STEP:g}) = {need:g}")
         cpu = round(need, 4) if _moves(need, comp.cpu_requested) else None
     if rss:

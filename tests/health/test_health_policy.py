@@ -143,3 +143,53 @@ def test_history_survives_a_new_policy() -> None:
     judged = successor.decide(pipe.observe(60.0))[0]
     assert judged.id == decision.id and judged.status == "ineffective"
     assert replace(judged, status="applied", reason="") == stored[0]
+
+
+# The issue's 100-instance topology: 4 components of 25, paced at 3,700 tuples/s, asking 0.5 cores and 256 MiB
+# an instance; its tasks use 0.91 cores and 2,254 MiB in all (0.1 ms a tuple in process()).
+USED_CORES, USED_MB, RATE, SERVICE_MS = 0.91, 2254.0, 3700.0, 0.1
+CPU_PER_TUPLE = USED_CORES / 4 / RATE  # cores × s per tuple, each component doing a quarter
+
+
+def hundred(sizes: dict, time: float):
+    comps = []
+    for k, (name, (par, cpu, ram)) in enumerate(sizes.items()):
+        per_task = RATE / par
+        capacity = min(1000.0 / SERVICE_MS, cpu / CPU_PER_TUPLE)
+        carried = min(per_task, capacity)
+        tasks = [task(100 * k + i, carried, carried * SERVICE_MS / 1000.0, container=1 + (100 * k + i) // 8,
+                      spout=k == 0, service_ms=SERVICE_MS, cpu_percent=100.0 * carried * CPU_PER_TUPLE,
+                      rss_mb=USED_MB / 100, queue=0 if carried >= per_task else 500) for i in range(par)]
+        comps.append(component(name, tasks, kind="spout" if k == 0 else "bolt", cpu=cpu, ram_mb=ram))
+    containers = -(-sum(p for p, _, _ in sizes.values()) // 8)
+    return observation(time, comps, containers=containers)
+
+
+def test_the_100_instance_topology_is_right_sized_to_at_most_3_times_its_use() -> None:
+    from packing_helpers import comp, topo
+
+    from squall.conf import base_config
+    from squall.packing import pack, yarn_shapes
+
+    def granted(sizes: dict) -> tuple:
+        names = list(sizes)
+        t = topo([comp(n, p, cpu=c, ram=int(r), inputs=names[i - 1:i]) for i, (n, (p, c, r)) in enumerate(sizes.items())])
+        shapes = yarn_shapes(pack(t, base_config()), base_config(), max_shapes=None)
+        return sum(v for _, v in shapes.by_container.values()), sum(m for m, _ in shapes.by_container.values())
+
+    sizes = {name: (25, 0.5, 256.0) for name in ("spout", "parse", "enrich", "sink")}
+    before = granted(sizes)
+    assert before[0] >= 50 * USED_CORES  # 60 times in the issue
+    policy = HealthPolicy(settings())
+    for t in range(0, 1200, 10):
+        for d in policy.decide(hundred(sizes, float(t))):
+            if d.status == "recommended" and d.action.kind in ("scale", "resize"):
+                policy.applied(d, float(t))
+                par, cpu, ram = sizes[d.action.component]
+                sizes[d.action.component] = (d.action.parallelism or par, d.action.cpu or cpu, d.action.ram_mb or ram)
+    vcores, memory = granted(sizes)
+    assert vcores <= 3 * USED_CORES and memory <= 3 * USED_MB, (sizes, vcores, memory)
+    last = hundred(sizes, 1200.0)
+    assert all(t.queue_depth == 0 and t.busy < 0.9 for c in last.components.values() for t in c.tasks.values())
+    done = applied(policy)
+    assert len(done) <= 8 and all(d.status == "effective" for d in done)
