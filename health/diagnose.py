@@ -27,7 +27,11 @@ SLOW_FACTOR = 3.0  # a task's service time this many times its peers' median: sl
 SKEW_FACTOR = 2.0  # a task's rate this many times its peers' median: hot
 QUEUE_HIGH = 32  # tuples waiting in a task's queue that count as high (and 4 times its peers' median)
 BACKPRESSURE_MIN = 0.05  # spouts throttled this share of the window, or more: backpressure
-BACKPRESSURE_CAP = 0.95  # the demand estimate observed / (1 - backpressure) is capped at 20 times
+# the backpressure estimate of the offered rate, observed / (1 - backpressure), is at most this many times the
+# observed rate: a spout that bursts when released (a paced one catching up, a Kafka one reading ahead) is held
+# back most of the time whatever it is offered (recorded: held 94.5 % of the window, offered 3.4 times the rate
+# carried); its estimate says "saturated", the cap bounds the step, and the next step follows if needed
+GROWTH_MAX = 4.0
 
 
 PRIORITY = ("slow_instance", "skew", "chain_bottleneck", "under_provisioned", "over_provisioned")
@@ -158,8 +162,8 @@ def demand(comp: ComponentObservation, obs: Observation, recent: Sequence[Observ
     """Tuples/s the component must carry, and how it was estimated.
 
     Backpressure hides the offered rate: spouts held back a share ``b`` of the window offered
-    ``observed / (1 - b)`` (Dhalion's scale-up factor); a growing source backlog says the same
-    (``observed + growth``): the larger of the two, plus the backlog drained within
+    ``observed / (1 - b)`` (Dhalion's scale-up factor), at most ``GROWTH_MAX`` times the observed
+    rate; a growing source backlog says the same, measured (``observed + growth``): the larger of the two, plus the backlog drained within
     ``catch_up_secs``, each scaled by the component's share of the spouts' rate."""
     observed = input_rate(comp)
     held = spout_backpressure(obs) if comp.kind == "bolt" else 0.0
@@ -167,14 +171,15 @@ def demand(comp: ComponentObservation, obs: Observation, recent: Sequence[Observ
     share = observed / spouts if comp.kind == "bolt" and spouts > 0 else 1.0
     growth = max(0.0, lag_growth(obs, recent))
     lag = source_lag(obs)
-    throttled = observed / (1.0 - min(held, BACKPRESSURE_CAP)) if held >= BACKPRESSURE_MIN else observed
+    throttled = observed * min(GROWTH_MAX, 1.0 / max(1e-9, 1.0 - held)) if held >= BACKPRESSURE_MIN else observed
     offered = max(throttled, observed + share * growth)
     needed = offered + share * lag / settings.catch_up_secs
     return {
         "observed_rate": round(observed, 1), "backpressure": round(held, 3), "lag": lag,
         "lag_growth_per_sec": round(growth, 1), "share_of_spouts": round(share, 4),
         "demand": round(needed, 1),
-        "demand_formula": (f"max({observed:.1f} / (1 - {held:.2f}), {observed:.1f} + {share:.3g} × {growth:.1f})"
+        "demand_formula": (f"max({observed:.1f} × min({GROWTH_MAX:g}, 1 / (1 - {held:.2f})), "
+                           f"{observed:.1f} + {share:.3g} × {growth:.1f})"
                            f" + {share:.3g} × {lag} / {settings.catch_up_secs:g} s = {needed:.1f}"),
     }
 
