@@ -57,6 +57,7 @@ class Pipeline:
     spout_cpu: float = 0.5
     spout_ram_mb: float = 256.0
     restart_heals: bool = True  # a restarted slow task comes back at the common service time
+    bursty: bool = False  # the spout bursts when released: held back 95 % of the time once saturated (recorded)
 
     def apply(self, action: Action) -> None:
         """What the scheduler's update would do to the topology (scale, resize, restart a task)."""
@@ -76,7 +77,7 @@ class Pipeline:
         # shuffle: each task gets the same share, the slowest one holds the spout back for all
         carried_each = min(share, min(1000.0 / s for s in service))
         carried = carried_each * self.parallelism
-        held = 0.0 if carried >= self.offered else 1.0 - carried / self.offered
+        held = 0.0 if carried >= self.offered else 0.95 if self.bursty else 1.0 - carried / self.offered
         bolts = []
         for i, s in enumerate(service):
             b = min(1.0, carried_each * s / 1000.0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from brain_helpers import Pipeline, component, observation, settings, task
 
 from squall.health.model import Decision
@@ -34,8 +35,9 @@ def applied(policy: HealthPolicy) -> list:
     return [d for d in policy.history if d.status in ("applied", "effective", "ineffective")]
 
 
-def test_step_500_3000_500_is_carried_then_given_back_in_few_actions() -> None:
-    pipe = Pipeline(offered=500.0, parallelism=1)
+@pytest.mark.parametrize("bursty", [False, True], ids=["proportional", "bursty"])
+def test_step_500_3000_500_is_carried_then_given_back_in_few_actions(bursty: bool) -> None:
+    pipe = Pipeline(offered=500.0, parallelism=1, bursty=bursty)
     policy = HealthPolicy(settings())
     trace = run(pipe, policy, range(0, END, 10), step)
     at = {t: (par, carried) for t, par, carried, _ in trace}
