@@ -45,7 +45,7 @@ class Diagnosis:
     task_id: Optional[int] = None
 
 
-def diagnose(observation: Observation, recent: Sequence[Observation], settings: HealthSettings) -> list:
+def diagnose(observation: Observation, recent: Sequence[Observation], settings: HealthSettings) -> list[Diagnosis]:
     """Every diagnosis of ``observation``'s components in ``PRIORITY`` order, the most saturated
     component first within one. ``recent``: earlier observations, oldest first."""
     found = []
@@ -56,7 +56,7 @@ def diagnose(observation: Observation, recent: Sequence[Observation], settings: 
 
 
 def _of_component(comp: ComponentObservation, obs: Observation, recent: Sequence[Observation],
-                  settings: HealthSettings) -> list:
+                  settings: HealthSettings) -> list[Diagnosis]:
     if not comp.tasks:
         return []
     sick = slow_task(comp, settings)
@@ -87,7 +87,7 @@ def _of_component(comp: ComponentObservation, obs: Observation, recent: Sequence
 
 
 def busy(task: Optional[TaskObservation]) -> float:
-    return task.busy or 0.0 if task is not None else 0.0
+    return (task.busy or 0.0) if task is not None else 0.0
 
 
 def busiest(comp: ComponentObservation) -> Optional[TaskObservation]:
@@ -123,7 +123,7 @@ def load(comp: ComponentObservation) -> capacity.Load:
                          busy_cpu=None, requested=comp.cpu_requested or None, held=None)
 
 
-def instance_capacity(comp: ComponentObservation) -> tuple:
+def instance_capacity(comp: ComponentObservation) -> tuple[Optional[float], str]:
     """``(tuples/s one instance carries, formula)``, or ``(None, why)`` (packing/capacity.py)."""
     model = load(comp)
     alloc = capacity.allocation(model, None)
@@ -163,8 +163,9 @@ def demand(comp: ComponentObservation, obs: Observation, recent: Sequence[Observ
 
     Backpressure hides the offered rate: spouts held back a share ``b`` of the window offered
     ``observed / (1 - b)`` (Dhalion's scale-up factor), at most ``GROWTH_MAX`` times the observed
-    rate; a growing source backlog says the same, measured (``observed + growth``): the larger of the two, plus the backlog drained within
-    ``catch_up_secs``, each scaled by the component's share of the spouts' rate."""
+    rate; a growing source backlog says the same, measured (``observed + growth``): the larger of the
+    two, plus the backlog drained within ``catch_up_secs``, each scaled by the component's share of the
+    spouts' rate."""
     observed = input_rate(comp)
     held = spout_backpressure(obs) if comp.kind == "bolt" else 0.0
     spouts = spout_rate(obs)
@@ -197,7 +198,7 @@ def below_band_since(name: str, obs: Observation, recent: Sequence[Observation],
 # ------------------------------------------------------------------ one task among its peers
 
 
-def _peers(comp: ComponentObservation, task: TaskObservation) -> list:
+def _peers(comp: ComponentObservation, task: TaskObservation) -> list[TaskObservation]:
     return [t for t in comp.tasks.values() if t.task_id != task.task_id]
 
 
@@ -205,7 +206,7 @@ def _queue_high(task: TaskObservation, peers: Sequence[TaskObservation]) -> bool
     return task.queue_depth >= max(QUEUE_HIGH, 4 * statistics.median(p.queue_depth for p in peers))
 
 
-def slow_task(comp: ComponentObservation, settings: HealthSettings) -> Optional[tuple]:
+def slow_task(comp: ComponentObservation, settings: HealthSettings) -> Optional[tuple[int, dict]]:
     """``(task id, evidence)`` of a slow instance: its service time ``SLOW_FACTOR`` times its peers'
     median or more, its queue high or it saturated, its rate no higher than theirs, its peers below
     the high mark."""
@@ -231,7 +232,7 @@ def slow_task(comp: ComponentObservation, settings: HealthSettings) -> Optional[
         "busy": round(busy(task), 3), "peers_busy": round(peer_busy, 3)}
 
 
-def hot_task(comp: ComponentObservation, settings: HealthSettings) -> Optional[tuple]:
+def hot_task(comp: ComponentObservation, settings: HealthSettings) -> Optional[tuple[int, dict]]:
     """``(task id, evidence)`` of a hot key under fields grouping: the task's rate ``SKEW_FACTOR``
     times its peers' median or more, and it saturated or its queue high."""
     if comp.kind != "bolt" or comp.grouping != "FIELDS" or len(comp.tasks) < 2:

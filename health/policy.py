@@ -35,13 +35,13 @@ class HealthPolicy:
     def __init__(self, settings: HealthSettings, history: Sequence[Decision] = ()) -> None:
         self._settings = settings
         self._history = list(history)
-        self._recent: list = []  # observations before the newest, oldest first
+        self._recent: list[Observation] = []  # observations before the newest, oldest first
 
     @property
-    def history(self) -> list:
+    def history(self) -> list[Decision]:
         return list(self._history)
 
-    def decide(self, observation: Observation) -> list:
+    def decide(self, observation: Observation) -> list[Decision]:
         """Decisions judged by ``observation`` (applied ones whose stabilization has passed) and the new
         ones it leads to, in that order; all are in ``history`` too."""
         judged = self._judge(observation)
@@ -67,7 +67,7 @@ class HealthPolicy:
     def _in_flight(self) -> Optional[Decision]:
         return next((d for d in self._history if d.status == "applied"), None)
 
-    def _judge(self, obs: Observation) -> list:
+    def _judge(self, obs: Observation) -> list[Decision]:
         out = []
         for d in self._history:
             if d.status != "applied" or obs.time < (d.applied_time or d.time) + self._settings.stabilization_secs:
@@ -81,7 +81,7 @@ class HealthPolicy:
             self._replace(d)
         return out
 
-    def _candidates(self, obs: Observation) -> list:
+    def _candidates(self, obs: Observation) -> list[Decision]:
         out = []
         for found in diagnose(obs, self._recent, self._settings):
             decision = resolve.resolve(found, obs, self._recent, self._settings, self._history)
@@ -90,7 +90,7 @@ class HealthPolicy:
         pending = tuner.tune_pending(obs, self._settings, self._history)
         return out + ([pending] if pending is not None else [])
 
-    def _new(self, obs: Observation) -> list:
+    def _new(self, obs: Observation) -> list[Decision]:
         candidates = self._candidates(obs)
         chosen = []
         if self._in_flight() is None:

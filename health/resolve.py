@@ -115,8 +115,8 @@ def _scale_down(d: Diagnosis, comp: ComponentObservation, obs: Observation, rece
                    f"; {sizing}" if sizing else "")
 
 
-def right_size(comp: ComponentObservation, obs: Observation, recent: Sequence[Observation],
-               settings: HealthSettings, parallelism: int, wanted: float) -> tuple:
+def right_size(comp: ComponentObservation, obs: Observation, recent: Sequence[Observation], settings: HealthSettings,
+               parallelism: int, wanted: float) -> tuple[Optional[float], Optional[float], str]:
     """``(cpu or None, ram_mb or None, formula)`` per instance from measured use over the grace window:
     cpu = max(p95 cores × parallelism now / after × (1 + margin), demand × (1 + headroom) / after × cpu per
     tuple) (the second: enough cpu for the rate the parallelism was computed at), ram = p95 rss × (1 + margin),
@@ -192,7 +192,7 @@ def _split(d: Diagnosis, obs: Observation, settings: HealthSettings) -> Decision
                      Action("split_chain", str(e["split_at"])), {"chain_busy_at_most": round(settings.high, 3)})
 
 
-def measure(decision: Decision, obs: Observation, settings: HealthSettings) -> tuple:
+def measure(decision: Decision, obs: Observation, settings: HealthSettings) -> tuple[bool, str]:
     """``(effective, what was measured)`` of an applied decision, against its ``expected``."""
     comp = obs.components.get(decision.component or "")
     held = dx.spout_backpressure(obs)

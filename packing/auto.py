@@ -1,4 +1,4 @@
-"""``auto``: the least YARN allocates, in the fewest containers it can find, opening as many as needed.
+"""``auto``: the least YARN grants, from the fewest containers it can find, opening as many as needed.
 
 1. First-fit decreasing by counts under each of ``counts.orderings`` (Heron's
    ram-first FFD among them, so never more containers than ``ffd``) and the
@@ -10,13 +10,18 @@
    there is none, reaches the lower bound or spends ``SEARCH_STEPS``; each
    target is tried under two component orders, each with half the steps.
 3. What YARN grants is what the cluster gives up (memory rounded up to
-   ``squall.yarn.min.allocation.mb``, whole vcores): instances move, or
-   swap two at a time, between containers while that lowers the granted
-   memory, then vcores (``cheapest``; at most ``IMPROVE_PASSES``), so a container
-   just past a rounding step gives its overhang to one with room below its
-   own; the same is done from the instances dealt round robin over as many
-   containers and one more, and the least YARN grants wins (``cheapest_of``). Minimising containers alone left that waste (the packing-policy
-   report ranked round-robin above ``auto`` on a heterogeneous topology).
+   ``squall.yarn.min.allocation.mb``, whole vcores; each as a share of the
+   largest container, summed): instances move, or swap two at a time,
+   between containers while that lowers it (``cheapest``; at most
+   ``IMPROVE_STEPS`` weighed), so a container just past a rounding step
+   gives its overhang to one with room below its own; the same is done from
+   the other greedy packings and the instances dealt round robin over as
+   many containers and one more, and the least YARN grants wins
+   (``cheapest_of``): never more than ``ffd`` (its orders are among the
+   greedy ones), though it may take a container more than the fewest when
+   that costs YARN less. Minimising containers alone left that waste (the
+   packing-policy report ranked round-robin above ``auto`` on a
+   heterogeneous topology).
 4. ``topology.workers`` set to W above that count: the instances are dealt
    largest first over W containers (``fit.round_robin_fit``, a container
    that cannot take an instance is skipped); should that need more than W,
@@ -29,6 +34,7 @@ the same byte for byte on every run.
 from __future__ import annotations
 
 import itertools
+from fractions import Fraction
 from typing import Mapping, Optional, Sequence
 
 from squall.packing.bins import Bins
@@ -44,7 +50,7 @@ from squall.packing.yarn import granted
 SEARCH_CONTAINERS = 64  # above this many containers, the greedy packing stands
 SEARCH_STEPS = 30_000  # per packing; a step is one node of the search
 SEARCH_ORDERS = (3, 0)  # which of ``orderings`` the search tries, each with its share of the steps
-IMPROVE_PASSES = 200  # moves of one instance the YARN objective makes at most
+IMPROVE_STEPS = 8_000  # changes the YARN objective weighs at most, over all candidate packings
 
 
 def count_problem(request: Request, instances: Mapping[str, list]) -> CountProblem:
@@ -57,12 +63,17 @@ def count_problem(request: Request, instances: Mapping[str, list]) -> CountProbl
     )
 
 
+def greedy(problem: CountProblem) -> list:
+    """The greedy packings (grouped count vectors): first fit decreasing under each of ``orderings``,
+    then the two bin-centric fills."""
+    found = [first_fit(problem, order)[0] for order in orderings(problem)]
+    return found + [fill_by_score(problem, "dot"), fill_by_score(problem, "l2")]
+
+
 def fewest(problem: CountProblem) -> list:
     """Count vectors, one per container, of the fewest-container packing found."""
     orders = orderings(problem)
-    greedy = [first_fit(problem, order)[0] for order in orders]
-    greedy += [fill_by_score(problem, "dot"), fill_by_score(problem, "l2")]
-    solution = expand(min(greedy, key=containers))  # the first of the fewest
+    solution = expand(min(greedy(problem), key=containers))  # the first of the fewest
     bound = lower_bound(problem)
     if bound < len(solution) <= SEARCH_CONTAINERS:
         search = Search(problem, SEARCH_STEPS)
@@ -104,75 +115,87 @@ def pack_auto(request: Request, bins: Bins, instances: Mapping[str, list]) -> No
 
 
 def cheapest_of(request: Request, problem: CountProblem, instances: Mapping[str, list], solution: Sequence[tuple],
-                keep: int = 0) -> list:
-    """The least YARN grants (memory, then vcores, then containers) of ``solution`` and the instances
-    dealt round robin over as many containers and one more, each improved by ``cheapest``."""
+                keep: int = 0) -> list[tuple]:
+    """The least YARN grants (``yarn_cost``, then containers) among ``solution`` (the fewest
+    containers found), the other greedy packings and the instances dealt round robin over as many
+    containers and one more, each improved by ``cheapest`` (``IMPROVE_STEPS`` shared among them)."""
     names = [c.name for c in request.components]
-    candidates = [solution]
+    candidates = [[tuple(v) for v in solution]] + [expand(g) for g in greedy(problem)]
     for n in (len(solution), len(solution) + 1):
         dealt = _deal(request, problem, instances, n) if n <= sum(problem.counts) else None
         if dealt is not None:
             candidates.append([tuple(sum(1 for m in members if m[0] == name) for name in names) for members in dealt])
+    unique = list({tuple(sorted(c)): c for c in candidates}.values())
 
     def total(vectors: Sequence[tuple]) -> tuple:
-        costs = [yarn_cost(request, problem, v) for v in vectors]
-        return sum(c[0] for c in costs), sum(c[1] for c in costs), len(vectors)
+        used = ([sum(q * s[d] for q, s in zip(v, problem.sizes)) for d in range(3)] for v in vectors)
+        return sum(yarn_cost(request, u) for u in used), len(vectors)
 
-    return min((cheapest(request, problem, c, keep) for c in candidates), key=total)
-
-
-def yarn_cost(request: Request, problem: CountProblem, vector: Sequence[int]) -> tuple:
-    """``(memory_mb, vcores)`` YARN grants a container holding ``vector`` (none for an empty one)."""
-    if not any(vector):
-        return 0, 0
-    used = Res(*(sum(q * s[d] for q, s in zip(vector, problem.sizes)) for d in range(3)))
-    return granted(request.container_resources(used), request.yarn_step_mb)
+    steps = IMPROVE_STEPS // len(unique)
+    return min((cheapest(request, problem, c, keep, steps) for c in unique), key=total)
 
 
-def cheapest(request: Request, problem: CountProblem, solution: Sequence[tuple], keep: int = 0) -> list:
+def yarn_cost(request: Request, used: Sequence[int]) -> Fraction:
+    """What YARN grants a container whose instances use ``used`` (cpu, ram, disk): its memory and its
+    vcores, each as a share of the largest container (so neither is bought with more of the other);
+    nothing for an empty one. Exact, so the packing is the same on every run."""
+    if not any(used):
+        return Fraction(0)
+    memory, vcores = granted(request.container_resources(Res(*used)), request.yarn_step_mb)
+    return Fraction(memory, max(1, request.cap.ram)) + Fraction(1000 * vcores, max(1, request.cap.cpu))
+
+
+def cheapest(request: Request, problem: CountProblem, solution: Sequence[tuple], keep: int = 0,
+             steps: int = IMPROVE_STEPS) -> list[tuple]:
     """``solution`` with instances moved, or swapped two at a time, between its containers while that
-    lowers what YARN grants the two (memory first, then vcores): the best change of each pass, the
-    first in container and component order on a tie, at most ``IMPROVE_PASSES`` changes. A container
-    is emptied (and dropped) only while more than ``keep`` remain."""
+    lowers what YARN grants the two (``yarn_cost``). Each pass takes the first change that lowers it,
+    from the dearest container (then by index), component and destination in
+    order; at most ``steps`` changes are weighed in all (counted, never timed). A container is
+    emptied (and dropped) only while more than ``keep`` remain."""
     out = [list(v) for v in solution]
-    costs = [yarn_cost(request, problem, v) for v in out]
+    used = [[sum(q * s[d] for q, s in zip(v, problem.sizes)) for d in range(3)] for v in out]
+    costs = [yarn_cost(request, u) for u in used]
     kinds = range(len(problem.sizes))
-    for _ in range(IMPROVE_PASSES):
-        best = None
-        for i, j in itertools.permutations(range(len(out)), 2):
+    while steps > 0:
+        change = None
+        waste = sorted(range(len(out)), key=lambda i: (-costs[i], i))  # the dearest container first
+        for i, j in ((i, j) for i in waste for j in range(len(out)) if j != i and any(out[j])):
             for t, u in itertools.product(kinds, (None, *kinds)):
-                src, dst = _exchange(problem, out[i], out[j], t, u)
+                if not out[i][t] or (u is not None and (u == t or not out[j][u])):
+                    continue
+                steps -= 1
+                src, dst = _exchanged(problem, used[i], used[j], t, u)
                 if src is None or (not any(src) and sum(1 for v in out if any(v)) <= keep):
                     continue
-                after = (yarn_cost(request, problem, src), yarn_cost(request, problem, dst))
-                gain = (costs[i][0] + costs[j][0] - after[0][0] - after[1][0],
-                        costs[i][1] + costs[j][1] - after[0][1] - after[1][1])
-                if gain > (0, 0) and (best is None or gain > best[0]):
-                    best = (gain, i, j, src, dst, after)
-        if best is None:
+                after = (yarn_cost(request, src), yarn_cost(request, dst))
+                if sum(after) < costs[i] + costs[j]:
+                    change = (i, j, t, u, src, dst, after)
+                    break
+                if steps <= 0:
+                    break
+            if change is not None or steps <= 0:
+                break
+        if change is None:
             break
-        _, i, j, out[i], out[j], (costs[i], costs[j]) = best
+        i, j, t, u, used[i], used[j], (costs[i], costs[j]) = change
+        out[i][t] -= 1
+        out[j][t] += 1
+        if u is not None:
+            out[j][u] -= 1
+            out[i][u] += 1
     return [tuple(v) for v in out if any(v)]
 
 
-def _exchange(problem: CountProblem, src: list, dst: list, t: int, u: Optional[int]) -> tuple:
-    """``src`` and ``dst`` after one instance of component ``t`` goes from ``src`` to ``dst`` (and, with
-    ``u``, one of ``u`` comes back), or ``(None, None)`` if that is impossible or does not fit."""
-    if not src[t] or (u is not None and (u <= t or not dst[u])) or not any(dst):
-        return None, None
-    src, dst = list(src), list(dst)
-    src[t] -= 1
-    dst[t] += 1
-    if u is not None:
-        dst[u] -= 1
-        src[u] += 1
-    if not (_fits(problem, src) and _fits(problem, dst)):
+def _exchanged(problem: CountProblem, src: Sequence[int], dst: Sequence[int], t: int, u: Optional[int]) -> tuple:
+    """What the two containers use after one instance of component ``t`` goes from ``src`` to ``dst``
+    (and, with ``u``, one of ``u`` comes back), or ``(None, None)`` if it does not fit."""
+    back = problem.sizes[u] if u is not None else (0, 0, 0)
+    size = problem.sizes[t]
+    src = [a - s + b for a, s, b in zip(src, size, back)]
+    dst = [a + s - b for a, s, b in zip(dst, size, back)]
+    if any(x > r for x, r in zip(src, problem.room)) or any(x > r for x, r in zip(dst, problem.room)):
         return None, None
     return src, dst
-
-
-def _fits(problem: CountProblem, vector: Sequence[int]) -> bool:
-    return all(sum(q * s[d] for q, s in zip(vector, problem.sizes)) <= problem.room[d] for d in range(3))
 
 
 def _deal(request: Request, problem: CountProblem, instances: Mapping[str, list], workers: int) -> Optional[list]:

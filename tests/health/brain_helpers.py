@@ -21,10 +21,11 @@ def task(task_id: int, rate: float, busy: float, container: int = 1, queue: int 
                            rss_mb=rss_mb)
 
 
-def component(name: str, tasks: Sequence[TaskObservation], kind: str = "bolt", cpu: float = 0.5, ram_mb: float = 256.0,
-              grouping: Optional[str] = "SHUFFLE", chain: Optional[tuple] = None, **more: object) -> ComponentObservation:
-    return ComponentObservation(name=name, kind=kind, parallelism=len(tasks), cpu_requested=cpu, ram_mb_requested=ram_mb,
-                                chain=chain, tasks={t.task_id: t for t in tasks},
+def component(name: str, tasks: Sequence[TaskObservation], kind: str = "bolt", cpu: float = 0.5,
+              ram_mb: float = 256.0, grouping: Optional[str] = "SHUFFLE", chain: Optional[tuple] = None,
+              **more: object) -> ComponentObservation:
+    return ComponentObservation(name=name, kind=kind, parallelism=len(tasks), cpu_requested=cpu,
+                                ram_mb_requested=ram_mb, chain=chain, tasks={t.task_id: t for t in tasks},
                                 grouping=None if kind == "spout" else grouping, **more)  # type: ignore[arg-type]
 
 

@@ -175,7 +175,8 @@ def test_the_100_instance_topology_is_right_sized_to_at_most_3_times_its_use() -
 
     def granted(sizes: dict) -> tuple:
         names = list(sizes)
-        t = topo([comp(n, p, cpu=c, ram=int(r), inputs=names[i - 1:i]) for i, (n, (p, c, r)) in enumerate(sizes.items())])
+        t = topo([comp(n, p, cpu=c, ram=int(r), inputs=names[i - 1:i])
+                  for i, (n, (p, c, r)) in enumerate(sizes.items())])
         shapes = yarn_shapes(pack(t, base_config()), base_config(), max_shapes=None)
         return sum(v for _, v in shapes.by_container.values()), sum(m for m, _ in shapes.by_container.values())
 
