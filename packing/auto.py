@@ -9,19 +9,21 @@
    for a packing into one container fewer, again and again, until it proves
    there is none, reaches the lower bound or spends ``SEARCH_STEPS``; each
    target is tried under two component orders, each with half the steps.
-3. What YARN grants is what the cluster gives up (memory rounded up to
-   ``squall.yarn.min.allocation.mb``, whole vcores; each as a share of the
-   largest container, summed): instances move, or swap two at a time,
-   between containers while that lowers it (``cheapest``; at most
-   ``IMPROVE_STEPS`` weighed), so a container just past a rounding step
-   gives its overhang to one with room below its own; the same is done from
-   the other greedy packings and the instances dealt round robin over as
-   many containers and one more, and the least YARN grants wins
-   (``cheapest_of``): never more than ``ffd`` (its orders are among the
-   greedy ones), though it may take a container more than the fewest when
-   that costs YARN less. Minimising containers alone left that waste (the
-   packing-policy report ranked round-robin above ``auto`` on a
-   heterogeneous topology).
+3. Up to ``SEARCH_CONTAINERS`` containers, what YARN grants (memory
+   rounded up to ``squall.yarn.min.allocation.mb``, whole vcores; each as a
+   share of the largest container, summed: ``yarn_cost``) is minimised, not
+   the count alone (that left rounding waste: the packing-policy report
+   ranked round-robin above ``auto`` on a heterogeneous topology).
+   Instances move, or swap two at a time, between containers while that
+   lowers it (``cheapest``; at most ``IMPROVE_STEPS`` weighed), so a
+   container just past a rounding step gives its overhang to one with room
+   below its own; this is done from the fewest-containers packing, the other
+   greedy packings and the instances dealt round robin over as many
+   containers and one more, and the least wins (``cheapest_of``): never more
+   than ``ffd`` grants (its orders are among the greedy ones), though it may
+   take a container more than the fewest. Above that many containers the
+   packing of step 1 stands (the candidates would cost more time than the
+   rest of ``pack``).
 4. ``topology.workers`` set to W above that count: the instances are dealt
    largest first over W containers (``fit.round_robin_fit``, a container
    that cannot take an instance is skipped); should that need more than W,
@@ -109,7 +111,7 @@ def pack_auto(request: Request, bins: Bins, instances: Mapping[str, list]) -> No
                     bins.add(i, m)
             return
         solution = split(solution, workers)
-    else:
+    elif len(solution) <= SEARCH_CONTAINERS:
         solution = cheapest_of(request, problem, instances, solution, keep=workers or 0)
     place(request, bins, instances, solution)
 
