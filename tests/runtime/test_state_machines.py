@@ -24,9 +24,9 @@ def test_executor_diff_touches_only_the_difference():
     start, stop = diff(before, after)
     assert [s.name for s in start] == ["instance-3-b"] and stop == ["instance-2-b"]
     assert diff(after, after) == ([], [])
-    assert set(wanted_processes(0, None)) == {"metricsmgr", "tmaster"}
+    assert set(wanted_processes(0, None)) == {"metricsmgr", "health", "tmaster"}
     assert wanted_processes(0, None)["tmaster"] == ProcessSpec("tmaster", "tmaster")
-    assert set(wanted_processes(0, None, tmasters=2)) == {"metricsmgr", "tmaster-0", "tmaster-1"}
+    assert set(wanted_processes(0, None, tmasters=2)) == {"metricsmgr", "health", "tmaster-0", "tmaster-1"}
 
 
 def reg(cid, tasks, pid=10):
