@@ -17,6 +17,7 @@ import socket
 import sys
 import threading
 import time
+import uuid
 from dataclasses import replace
 from typing import Optional, Protocol, Sequence
 
@@ -118,7 +119,7 @@ class Leadership:
 
     def __init__(self, state: StateManager, topology: str):
         self.state, self.topology = state, topology
-        self.me = f"{socket.gethostname()} pid {os.getpid()}".encode()
+        self.me = f"{socket.gethostname()} pid {os.getpid()} {uuid.uuid4().hex[:8]}".encode()
 
     def holds(self) -> bool:
         if self.state.get(Kind.HEALTH_MANAGER, self.topology) == self.me:
