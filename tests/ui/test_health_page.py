@@ -1,0 +1,53 @@
+"""The health page and its REST API in a real browser (headless chromium) against a real health manager: a
+topology whose sink carries half its load, in recommend mode; the pending recommendation shown first with
+its evidence, applied with the page's button behind the token, and the sink scaled up.
+
+With ``SQUALL_UI_SCREENSHOTS=DIR`` the page is saved there as ``health.png`` (docs/health.md shows it)."""
+import os
+
+from selenium.webdriver.common.by import By
+
+from test_browser import keep_token, message, page, texts
+from ui_harness import TOKEN, wait_until
+
+PACED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "health", "topologies", "paced.py")
+
+
+def sink_instances(local):
+    shown = local.get("/api/v1/topology/paced")
+    return next(c["instances"] for c in shown["components"] if c["name"] == "sink")
+
+
+def test_the_pending_recommendation_is_shown_first_and_applied_from_the_page(browser, local):
+    out = os.path.join(local.home, "paced-out")
+    os.makedirs(out)
+    local.run("submit", PACED, "--config-property", f"health.out.dir={out}", "--config-property", "health.ids=100000",
+              "--config-property", "squall.health.interval.secs=1")
+    try:
+        pending = wait_until(lambda: local.get("/api/v1/topologies/paced/health")["pending"], timeout=60,
+                             what="a pending recommendation")
+        assert (pending["action"]["kind"], pending["component"]) == ("scale", "sink")
+        assert local.post("/api/v1/topologies/paced/health/mode", {"mode": "auto"}, token=None, expect=401)
+        assert local.post("/api/v1/topologies/paced/health/mode", {"mode": "bogus"}, expect=400) == {
+            "error": "--mode 'bogus': expected one of off, recommend, auto"}
+        assert local.get("/api/v1/topologies/nosuch/health", expect=404)["error"].startswith(
+            "no topology named 'nosuch' is running")
+
+        page(browser, local, "/topology/paced/health?window=60s", "health")
+        assert browser.find_element(By.ID, "mode").text == "recommend"
+        assert browser.find_element(By.CSS_SELECTOR, "#pending h2").text.startswith("Recommended: ")
+        assert len(browser.find_elements(By.CSS_SELECTOR, "svg.chart")) == 2
+        assert "sink" in texts(browser, "#symptoms tbody td:first-child")
+        assert sink_instances(local) == 1  # recommend changes nothing on its own
+
+        keep_token(browser, TOKEN)
+        browser.find_element(By.CSS_SELECTOR, "[data-health-apply]").click()
+        message(browser, "will be applied at the next round")
+        wait_until(lambda: sink_instances(local) > 1, timeout=90, what="the applied recommendation to scale the sink")
+        history = local.get("/api/v1/topologies/paced/health")["history"]
+        assert any(d["status"] in ("applied", "effective", "ineffective") and d["action"]["kind"] == "scale"
+                   for d in history)
+        page(browser, local, "/topology/paced/health?window=60s", "health")
+        assert browser.find_elements(By.CSS_SELECTOR, "svg.chart line.mark")
+    finally:
+        local.run("kill", "paced")
