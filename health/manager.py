@@ -10,6 +10,7 @@ so that a new copy, or a topology master failover, starts from the same history 
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -18,6 +19,7 @@ import sys
 import threading
 import time
 import uuid
+from collections import Counter
 from dataclasses import replace
 from typing import Optional, Protocol, Sequence
 
@@ -28,9 +30,11 @@ from squall.health.model import Decision, Observation
 from squall.health.store import Control, HealthStore, Report
 from squall.idl import schema
 from squall.logical import topology_config
+from squall.metrics_schema import HEALTH_ACTIONS, HEALTH_COMPONENT
 from squall.processargs import ProcessArgs
-from squall.runtime.client import TMasterUnreachable, query_metrics
+from squall.runtime.client import MetricsReporter, TMasterUnreachable, query_metrics
 from squall.state import AlreadyExists, Kind, StateAddress, StateError, StateManager
+from squall.state.status import topology_health
 from squall.supervision import die_with_parent
 
 log = logging.getLogger(__name__)
@@ -77,6 +81,7 @@ class HealthManager:
         self.mode = configured_mode
         self.decisions: dict[str, Decision] = {d.id: d for d in history}
         self.symptoms: dict = {}
+        self.reached: Counter = Counter()  # "<action kind>/<status>" -> decisions that reached it (metrics)
 
     def step(self, control: Control, observation: Optional[Observation]) -> Optional[Decision]:
         """Record what the policy decides about ``observation``; the decision to carry out now: in
@@ -103,7 +108,9 @@ class HealthManager:
         return self.record(replace(decision, status="failed", reason=message))
 
     def record(self, decision: Decision) -> Decision:
-        self.decisions.pop(decision.id, None)  # an update goes last: the history is in the order of change
+        before = self.decisions.pop(decision.id, None)  # an update goes last: the history in the order of change
+        if before is None or before.status != decision.status:
+            self.reached[f"{decision.action.kind}/{decision.status}"] += 1
         self.decisions[decision.id] = decision
         while len(self.decisions) > HISTORY_KEPT:
             del self.decisions[next(iter(self.decisions))]
@@ -111,6 +118,15 @@ class HealthManager:
 
     def report(self, now: float) -> Report:
         return Report(now, self.mode, self.symptoms, tuple(self.decisions.values()))
+
+    def metrics_row(self, now: float, interval: float, container: int) -> schema.MetricsRow:
+        """The round's row for the metrics manager (docs/metrics.md): the decisions that reached each
+        status since the last row, by action kind; counted from zero again."""
+        counts, self.reached = dict(self.reached), Counter()
+        return schema.MetricsRow(ts=now, interval_secs=interval, process="health", component=HEALTH_COMPONENT,
+                                 task_id=None, emit_count=0, execute_count=0, ack_count=0, fail_count=0,
+                                 queue_depth=0, backpressure_ms=0.0, user=json.dumps({HEALTH_ACTIONS: counts}),
+                                 pid=os.getpid(), container=container)
 
 
 class Leadership:
@@ -136,12 +152,15 @@ class Leadership:
 
 
 class HealthLoop:
-    """The I/O around ``HealthManager``: sensors, the store, the scheduler."""
+    """The I/O around ``HealthManager``: sensors, the store, the scheduler, the metrics manager."""
 
-    def __init__(self, state: StateManager, topology: str, base: Config):
-        self.state, self.topology, self.base = state, topology, base
+    def __init__(self, state: StateManager, topology: str, base: Config, container: int,
+                 metrics: Optional[MetricsReporter] = None):
+        self.state, self.topology, self.base, self.container = state, topology, base, container
         self.store = HealthStore(state, topology)
+        self.metrics = metrics
         self.health: Optional[HealthManager] = None
+        self.last_round = time.time()
 
     def config(self) -> tuple[schema.Topology, Config]:
         topology = self.state.get(Kind.TOPOLOGY, self.topology)
@@ -167,7 +186,14 @@ class HealthLoop:
             log.info("no observation this time: %s", e)
             return None
         return observe(metrics, topology, self.state.get(Kind.PACKING_PLAN, self.topology),
-                       self.state.get(Kind.EXECUTION_STATE, self.topology), config, time.time())
+                       self.state.get(Kind.EXECUTION_STATE, self.topology), config, time.time(),
+                       busy_elsewhere=self.busy_elsewhere())
+
+    def busy_elsewhere(self) -> bool:
+        """Another command is changing the topology (it holds its lock), or it is not all up (degraded,
+        restoring, an update still starting): no action now."""
+        return self.state.get(Kind.LOCK, self.topology) is not None or not topology_health(self.state,
+                                                                                         self.topology).up
 
     def tick(self) -> None:
         """One interval: observe, decide, carry out at most one action, write the report."""
@@ -189,7 +215,11 @@ class HealthLoop:
                 self.health.refused(chosen, str(e))
             else:
                 self.health.carried_out(chosen, time.time())
-        self.store.save(self.health.report(time.time()))
+        now = time.time()
+        self.store.save(self.health.report(now))
+        if self.metrics is not None:
+            self.metrics.send([self.health.metrics_row(now, now - self.last_round, self.container)])
+        self.last_round = now
 
     def serve(self, stop: threading.Event) -> None:
         """Wait to lead, then tick every interval until ``stop``."""
@@ -207,6 +237,21 @@ class HealthLoop:
             leadership.release()
 
 
+def metrics_reporter(args: ProcessArgs, state: StateManager) -> Optional[MetricsReporter]:
+    """The reporter to this container's metrics manager (its port is in the executor's launch file)."""
+    if not args.launch:
+        return None
+    with open(args.launch) as f:
+        port = json.load(f).get("metricsmgr_port")
+    execution = state.get(Kind.EXECUTION_STATE, args.topology)
+    if not port or execution is None:
+        return None
+    topology = state.get(Kind.TOPOLOGY, args.topology)
+    host = topology_config(topology)["squall.runtime.bind.host"] if topology is not None else ""
+    return MetricsReporter("127.0.0.1" if host in ("", "0.0.0.0") else host, int(port), execution.secret,
+                           args.container)
+
+
 def main(argv: Optional[list] = None) -> int:
     args = ProcessArgs.parse(argv, "python -m squall.health.manager")
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
@@ -222,7 +267,7 @@ def main(argv: Optional[list] = None) -> int:
         log.error("topology %r: %s", args.topology, e)
         return 2
     try:
-        HealthLoop(state, args.topology, base_config()).serve(stop)
+        HealthLoop(state, args.topology, base_config(), args.container, metrics_reporter(args, state)).serve(stop)
     except SquallError as e:
         log.error("%s", e)
         return 1

@@ -2,7 +2,7 @@
 (the mode, applying the pending recommendation): written once, here."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 from squall.errors import SquallError
 from squall.health.model import Decision
@@ -33,8 +33,18 @@ def health_view(state: StateManager, name: str) -> dict:
         "symptoms": dict(report.symptoms),
         "pending": pending.to_json() if pending is not None else None,
         "apply_requested": control.apply,
+        "actions": action_counts(report.history),
         "history": [d.to_json() for d in reversed(report.history)],
     }
+
+
+def action_counts(history: Sequence[Decision]) -> dict:
+    """action kind -> status -> decisions in ``history`` (the kept ones)."""
+    counts: dict = {}
+    for d in history:
+        by_status = counts.setdefault(d.action.kind, {})
+        by_status[d.status] = by_status.get(d.status, 0) + 1
+    return counts
 
 
 def set_mode(state: StateManager, name: str, mode: str) -> Control:

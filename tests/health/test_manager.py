@@ -1,5 +1,6 @@
 """The health manager's rules (pure: control and observations in, the decision to carry out out), its
 records in a real state manager (local directory and ZooKeeper), and its one acting copy."""
+import json
 import uuid
 from dataclasses import replace
 
@@ -9,6 +10,7 @@ from squall.errors import SquallError
 from squall.health.manager import HealthManager, Leadership, symptoms
 from squall.health.model import Action, ComponentObservation, Decision, Observation, TaskObservation
 from squall.health.store import Control, HealthStore, Report
+from squall.metrics_schema import HEALTH_ACTIONS
 from squall.state import LocalStateManager
 from squall.state.zookeeper import ZooKeeperStateManager
 
@@ -142,3 +144,12 @@ def test_one_copy_acts_the_other_waits_until_it_is_gone(make_state):
     assert not b.holds()
     a.release()
     assert b.holds() and not a.holds()
+
+
+def test_the_metrics_row_counts_the_decisions_that_reached_each_status_since_the_last_one():
+    health = HealthManager(ScriptedPolicy([decision(1), decision(2)]), "auto")
+    health.carried_out(health.step(Control(), observation()), 5.0)
+    row = health.metrics_row(6.0, 1.0, container=0)
+    assert (row.process, row.container, row.task_id) == ("health", 0, None)
+    assert json.loads(row.user) == {HEALTH_ACTIONS: {"scale/recommended": 2, "scale/applied": 1}}
+    assert json.loads(health.metrics_row(7.0, 1.0, container=0).user) == {HEALTH_ACTIONS: {}}
