@@ -40,6 +40,8 @@ class ComponentObservation:
     tasks: Mapping[int, TaskObservation]
     complete_latency_p99_ms: Optional[float] = None  # spouts, at least once
     source_lag: Optional[int] = None  # records behind, summed over its partitions (source spouts)
+    grouping: Optional[str] = None  # its inputs' grouping ("FIELDS", "SHUFFLE", ...; "mixed" when they differ)
+    stateful: bool = False
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,8 @@ class Decision:
 
     id: str
     time: float
-    diagnosis: str  # under_provisioned | over_provisioned | slow_instance | skew | pending | chain_bottleneck
+    # under_provisioned | over_provisioned | slow_instance | skew | pending | pending_revert | chain_bottleneck
+    diagnosis: str
     component: Optional[str]
     summary: str  # one line an operator reads first: what to change and why
     evidence: Mapping[str, object]  # the figures the diagnosis used
@@ -100,6 +103,7 @@ class Decision:
     status: str = "recommended"
     reason: str = ""
     cost: Mapping[str, float] = field(default_factory=dict)  # {"cpu": +1.0, "ram_mb": +512, "containers": +1}
+    applied_time: Optional[float] = None  # when the body applied it: its effect is measured stabilization later
 
     def to_json(self) -> dict:
         return asdict(self)

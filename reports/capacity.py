@@ -1,15 +1,16 @@
 """Capacity analysis: the components and instances tables and the terminal summary.
 
 Pure functions of the aggregates (no Spark); ``recommend`` makes the
-recommendations and ``model`` holds the per-instance model.
+recommendations and ``packing/capacity.py`` holds the per-instance model.
 """
 from __future__ import annotations
 
 from typing import Mapping, Optional
 
-from squall.reports import model
+from squall.packing import capacity as model
+from squall.packing.capacity import Host, Load
 from squall.reports.metrics import Aggregates, Thresholds
-from squall.reports.model import Host, Load
+from squall.reports.model import symptoms
 
 
 def provisioning_pct(requested: Optional[float], used: Optional[float]) -> Optional[float]:
@@ -40,7 +41,7 @@ def component_table(agg: Aggregates, hosts: Mapping[str, Host], thresholds: Thre
         found = []
         if load is not None:
             cores = model.allocation(load, hosts.get(c["host"])).cores
-            found = model.symptoms(load, cores, spout_bp, thresholds)
+            found = symptoms(load, cores, spout_bp, thresholds)
         out.append(
             {
                 "component": name,

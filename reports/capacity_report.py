@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from squall.errors import SquallError
 from squall.chaining import chains
 from squall.reports import capacity, charts, checkpoints, metrics, plans, recommend, sources
-from squall.reports.model import Host
+from squall.packing.capacity import Host
 from squall.reports.recommend import Policy
 from squall.reports.inputs import (
     ClusterView,

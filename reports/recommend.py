@@ -7,16 +7,13 @@ numbers (docs/reports.md).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
-from squall.reports import model
+from squall.packing import capacity as model
+from squall.packing.capacity import EPSILON, Host, Load, num, recommended_parallelism, round_up
 from squall.reports.inputs import Targets
 from squall.reports.metrics import Aggregates, Thresholds
-from squall.reports.model import Host, Load, num, round_up
-
-EPSILON = 1e-9
 
 
 @dataclass(frozen=True)
@@ -28,11 +25,6 @@ class Policy:
     skew_threshold: float = 1.5  # hottest task / mean task rate that counts as skew
     cpu_step: float = 0.05  # cores
     ram_step_mb: int = 16
-
-
-def recommended_parallelism(target: float, capacity: float, headroom: float) -> int:
-    """``ceil(target * (1 + headroom) / capacity)``, at least 1."""
-    return max(1, math.ceil(target * (1.0 + headroom) / capacity - EPSILON))
 
 
 def recommendations(agg: Aggregates, components: list, targets: Targets, policy: Policy,

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import pytest
 
-from squall.reports import model, recommend
+from squall.packing import capacity as model
+from squall.reports import recommend
+from squall.reports.model import symptoms
 from squall.reports.capacity_report import CapacityOptions, capacity_report
 from squall.reports.inputs import parse_targets
 from squall.reports.metrics import Thresholds
-from squall.reports.model import Host, Load
+from squall.packing.capacity import Host, Load
 from squall.reports.synthetic import SyntheticComponent as C
 from squall.reports.synthetic import SyntheticRun, write_run
 
@@ -54,11 +56,11 @@ def test_cpu_for_a_rate_is_never_above_the_allocation():
 
 def test_symptoms_name_their_figures():
     t = Thresholds()
-    assert model.symptoms(load(busy=0.99, cpu_used=0.02), 0.5, 60.0, t) == [
+    assert symptoms(load(busy=0.99, cpu_used=0.02), 0.5, 60.0, t) == [
         "busy 99% of the time", "holds its upstream in backpressure (spouts 60% of the time)"]
-    assert model.symptoms(load(busy=0.5, cpu_used=0.49), 0.5, 0.0, t) == [
+    assert symptoms(load(busy=0.5, cpu_used=0.49), 0.5, 0.0, t) == [
         "runs at its CPU allocation (0.49 of 0.5 cores)"]
-    assert model.symptoms(load(busy=0.5, cpu_used=0.1), 0.5, 60.0, t) == []
+    assert symptoms(load(busy=0.5, cpu_used=0.1), 0.5, 60.0, t) == []
 
 
 def recs_of(report):

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from squall.errors import SquallError
+from squall.packing import capacity as capacity_model
 from squall.reports import capacity, plans, recommend
 from squall.reports.inputs import find_metrics, parse_cluster_view, parse_targets
 from squall.reports.schema import FIELD_NAMES, row_problem
@@ -50,9 +51,9 @@ def test_validate_lines_flags_text_that_is_not_json():
 
 def test_parallelism_known_answer():
     # 4 instances each saturated at 1,000 tuples/s, target 10,000 tuples/s, 20 % headroom.
-    assert recommend.recommended_parallelism(10_000, 1_000, 0.2) == 12
-    assert recommend.recommended_parallelism(10_000, 1_000, 0.0) == 10
-    assert recommend.recommended_parallelism(1, 1_000, 0.2) == 1
+    assert capacity_model.recommended_parallelism(10_000, 1_000, 0.2) == 12
+    assert capacity_model.recommended_parallelism(10_000, 1_000, 0.0) == 10
+    assert capacity_model.recommended_parallelism(1, 1_000, 0.2) == 1
 
 
 def test_provisioning_percent():

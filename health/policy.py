@@ -1,0 +1,151 @@
+"""Safety: which of the resolutions is decided now, and what became of those applied.
+
+``HealthPolicy`` is a pure state machine (observations in, decisions out; time is the observation's).
+Rules (docs/health.md, "How it decides"):
+
+- one action in flight: while an applied decision waits out ``stabilization_secs``, nothing new is
+  decided but reports (skew); then its effect is measured against its ``expected`` and it becomes
+  ``effective`` or ``ineffective`` (Flink's effectiveness check);
+- an ineffective resolution (diagnosis, component, action kind) is not decided again for
+  ``blacklist_secs`` (Dhalion's blacklist): the next diagnosis of the component is tried instead;
+- no action while the topology is not running (degraded, paused) or something else changes it
+  (``busy_elsewhere``): the decision is ``blocked`` with the reason;
+- parallelism within ``[min, max]`` of the component, containers within ``max_containers``;
+- at most one actionable decision per observation; a decision the same as the last of its kind is not
+  repeated (the history shows it once).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional, Sequence
+
+from squall.health import resolve, tuner
+from squall.health.diagnose import diagnose
+from squall.health.model import Decision, Observation
+from squall.health.settings import HealthSettings
+
+__all__ = ["HealthPolicy", "HealthSettings"]
+
+MIN_HORIZON_SECS = 300.0  # observations kept at least this long (lag growth, p95 of use)
+OPEN = ("recommended", "blocked")
+
+
+class HealthPolicy:
+    def __init__(self, settings: HealthSettings, history: Sequence[Decision] = ()) -> None:
+        self._settings = settings
+        self._history = list(history)
+        self._recent: list = []  # observations before the newest, oldest first
+
+    @property
+    def history(self) -> list:
+        return list(self._history)
+
+    def decide(self, observation: Observation) -> list:
+        """Decisions judged by ``observation`` (applied ones whose stabilization has passed) and the new
+        ones it leads to, in that order; all are in ``history`` too."""
+        judged = self._judge(observation)
+        new = self._new(observation)
+        self._remember(observation)
+        return judged + new
+
+    def applied(self, decision: Decision, now: float) -> Decision:
+        """The body applied ``decision`` at ``now``: its effect is measured stabilization later."""
+        done = replace(decision, status="applied", applied_time=now, reason="")
+        self._replace(done)
+        return done
+
+    # ------------------------------------------------------------------------------ inside
+
+    def _replace(self, decision: Decision) -> None:
+        for i, d in enumerate(self._history):
+            if d.id == decision.id:
+                self._history[i] = decision
+                return
+        self._history.append(decision)
+
+    def _in_flight(self) -> Optional[Decision]:
+        return next((d for d in self._history if d.status == "applied"), None)
+
+    def _judge(self, obs: Observation) -> list:
+        out = []
+        for d in self._history:
+            if d.status != "applied" or obs.time < (d.applied_time or d.time) + self._settings.stabilization_secs:
+                continue
+            if d.action.kind == "set_pending":
+                ok, measured = tuner.measure(d, obs)
+            else:
+                ok, measured = resolve.measure(d, obs, self._settings)
+            out.append(replace(d, status="effective" if ok else "ineffective", reason=measured))
+        for d in out:
+            self._replace(d)
+        return out
+
+    def _candidates(self, obs: Observation) -> list:
+        out = []
+        for found in diagnose(obs, self._recent, self._settings):
+            decision = resolve.resolve(found, obs, self._recent, self._settings, self._history)
+            if decision is not None:
+                out.append(decision)
+        pending = tuner.tune_pending(obs, self._settings, self._history)
+        return out + ([pending] if pending is not None else [])
+
+    def _new(self, obs: Observation) -> list:
+        candidates = self._candidates(obs)
+        chosen = []
+        if self._in_flight() is None:
+            actionable = [c for c in candidates if c.action.kind != "none" and not self._blacklisted(c, obs.time)]
+            chosen = [self._held(self._bounded(actionable[0], obs), obs)] if actionable else []
+        reports = [c for c in candidates if c.action.kind == "none"]
+        out = [d for d in reports + chosen if not self._repeats(d)]
+        self._history.extend(out)
+        return out
+
+    def _blacklisted(self, decision: Decision, now: float) -> bool:
+        key = (decision.diagnosis, decision.component, decision.action.kind)
+        return any(d.status == "ineffective" and (d.diagnosis, d.component, d.action.kind) == key
+                   and (d.applied_time or d.time) >= now - self._settings.blacklist_secs for d in self._history)
+
+    def _bounded(self, decision: Decision, obs: Observation) -> Decision:
+        """Parallelism within the component's bounds, containers within the topology's."""
+        action = decision.action
+        if action.kind != "scale" or action.component is None or action.parallelism is None:
+            return decision
+        lo, hi = self._settings.bounds(action.component)
+        current = obs.components[action.component].parallelism
+        bounded = min(hi, max(lo, action.parallelism))
+        if bounded != action.parallelism:
+            decision = replace(decision, formula=f"{decision.formula}; within [{lo}, {hi}]: {bounded}",
+                               action=replace(action, parallelism=bounded))
+        if bounded == current:
+            if action.cpu is not None or action.ram_mb is not None:
+                return replace(decision, action=replace(decision.action, kind="resize", parallelism=None))
+            return replace(decision, status="blocked",
+                           reason=f"{action.component} is at its bound squall.health."
+                                  f"{'max' if action.parallelism > current else 'min'}.parallelism = {current}")
+        limit = self._settings.max_containers
+        after = resolve.containers_after(obs, bounded - current)
+        if limit is not None and bounded > current and after > limit:
+            return replace(decision, status="blocked",
+                           reason=f"{after} containers (estimated) > squall.health.max.containers = {limit}")
+        return decision
+
+    def _held(self, decision: Decision, obs: Observation) -> Decision:
+        if decision.status != "recommended":
+            return decision
+        if obs.status != "running":
+            return replace(decision, status="blocked", reason=f"the topology is {obs.status}: no action now")
+        if obs.busy_elsewhere:
+            return replace(decision, status="blocked",
+                           reason="a restore, a checkpointed rescale or an update is in flight: no action now")
+        return decision
+
+    def _repeats(self, decision: Decision) -> bool:
+        """The newest open decision of the same diagnosis and component says the same."""
+        last = next((d for d in reversed(self._history)
+                     if (d.diagnosis, d.component) == (decision.diagnosis, decision.component)), None)
+        return (last is not None and last.status in OPEN and last.status == decision.status
+                and last.action == decision.action and last.reason == decision.reason)
+
+    def _remember(self, obs: Observation) -> None:
+        horizon = max(MIN_HORIZON_SECS, self._settings.scale_down_grace_secs, self._settings.stabilization_secs)
+        self._recent = [o for o in self._recent if o.time >= obs.time - horizon] + [obs]
