@@ -21,12 +21,14 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import replace
-from typing import Optional, Protocol, Sequence
+from typing import Mapping, Optional, Protocol, Sequence
 
 from squall.conf import Config, base_config
 from squall.errors import SquallError
 from squall.health import actuate
 from squall.health.model import Decision, Observation
+from squall.health.observe import observe
+from squall.health.policy import HealthPolicy, HealthSettings
 from squall.health.store import Control, HealthStore, Report
 from squall.idl import schema
 from squall.logical import topology_config
@@ -41,6 +43,8 @@ log = logging.getLogger(__name__)
 
 # Decisions kept in the record, newest last (a day at a decision a minute is less).
 HISTORY_KEPT = 500
+# Changes of parallelism kept in the record, newest last.
+PARALLELISM_KEPT = 200
 
 
 class Policy(Protocol):
@@ -75,11 +79,13 @@ def symptoms(observation: Observation) -> dict:
 class HealthManager:
     """The mode's rules over the policy's decisions, and the record of every decision."""
 
-    def __init__(self, policy: Policy, configured_mode: str, history: Sequence[Decision] = ()):
+    def __init__(self, policy: Policy, configured_mode: str, history: Sequence[Decision] = (),
+                 parallelism: Sequence[tuple[float, Mapping[str, int]]] = ()):
         self.policy = policy
         self.configured_mode = configured_mode
         self.mode = configured_mode
         self.decisions: dict[str, Decision] = {d.id: d for d in history}
+        self.parallelism = list(parallelism)
         self.symptoms: dict = {}
         self.reached: Counter = Counter()  # "<action kind>/<status>" -> decisions that reached it (metrics)
 
@@ -91,6 +97,9 @@ class HealthManager:
         if self.mode == "off" or observation is None:
             return None
         self.symptoms = symptoms(observation)
+        now = {name: c.parallelism for name, c in observation.components.items()}
+        if not self.parallelism or self.parallelism[-1][1] != now:
+            self.parallelism = (self.parallelism + [(observation.time, now)])[-PARALLELISM_KEPT:]
         fresh = self.policy.decide(observation)
         for d in fresh:
             self.record(d)
@@ -117,7 +126,7 @@ class HealthManager:
         return decision
 
     def report(self, now: float) -> Report:
-        return Report(now, self.mode, self.symptoms, tuple(self.decisions.values()))
+        return Report(now, self.mode, self.symptoms, tuple(self.decisions.values()), tuple(self.parallelism))
 
     def metrics_row(self, now: float, interval: float, container: int) -> schema.MetricsRow:
         """The round's row for the metrics manager (docs/metrics.md): the decisions that reached each
@@ -169,16 +178,12 @@ class HealthLoop:
         return topology, topology_config(topology, self.base)
 
     def start(self) -> HealthManager:
-        from squall.health.policy import HealthPolicy, HealthSettings
-
         topology, config = self.config()
-        history = self.store.report().history
-        policy = HealthPolicy(HealthSettings.from_config(config, topology), history=history)
-        return HealthManager(policy, str(config["squall.health.mode"]), history)
+        report = self.store.report()
+        policy = HealthPolicy(HealthSettings.from_config(config, topology), history=report.history)
+        return HealthManager(policy, str(config["squall.health.mode"]), report.history, report.parallelism)
 
     def observe(self, config: Config, topology: schema.Topology) -> Optional[Observation]:
-        from squall.health.observe import observe
-
         window = float(config["squall.health.interval.secs"])
         try:
             metrics = query_metrics(self.state, self.topology, window_secs=window)

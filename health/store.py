@@ -42,16 +42,20 @@ class Report:
     mode: str = ""
     symptoms: Mapping[str, object] = field(default_factory=dict)  # component -> figures now
     history: tuple[Decision, ...] = ()
+    # (time, component -> parallelism) each time the observed parallelism changed (the UI's chart)
+    parallelism: tuple[tuple[float, Mapping[str, int]], ...] = ()
 
     def to_json(self) -> dict:
         return {"time": self.time, "mode": self.mode, "symptoms": dict(self.symptoms),
-                "history": [d.to_json() for d in self.history]}
+                "history": [d.to_json() for d in self.history],
+                "parallelism": [[t, dict(p)] for t, p in self.parallelism]}
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> "Report":
         history = tuple(Decision.from_json(d) for d in data.get("history", []))  # type: ignore[union-attr]
+        parallelism = tuple((float(t), dict(p)) for t, p in data.get("parallelism", []))  # type: ignore[union-attr]
         return cls(float(data.get("time", 0.0)), str(data.get("mode", "")),  # type: ignore[arg-type]
-                   dict(data.get("symptoms", {})), history)  # type: ignore[arg-type]
+                   dict(data.get("symptoms", {})), history, parallelism)  # type: ignore[arg-type]
 
     def pending(self) -> Optional[Decision]:
         """The newest recommendation not yet applied, if it changes something."""

@@ -34,6 +34,7 @@ def health_view(state: StateManager, name: str) -> dict:
         "pending": pending.to_json() if pending is not None else None,
         "apply_requested": control.apply,
         "actions": action_counts(report.history),
+        "parallelism": [[t, dict(p)] for t, p in report.parallelism],
         "history": [d.to_json() for d in reversed(report.history)],
     }
 

@@ -12,7 +12,8 @@ from squall.ui.metrics import WINDOWS, MetricsCache
 
 def health_page(state: StateManager, metrics: MetricsCache, name: str, window: str) -> dict:
     """``health_view`` plus ``rates`` and ``parallelism`` (component -> [(time, value)]) from ``start`` to
-    ``end``, and ``marks``: (time, label) of every decision in that span."""
+    ``end`` (``parallelism`` replaced by its steps), and ``marks``: (time, label) of every decision in that
+    span."""
     shown = health_view(state, name)
     topology = views.topology(state, metrics, name, window)
     end = time.time()
@@ -21,26 +22,22 @@ def health_page(state: StateManager, metrics: MetricsCache, name: str, window: s
     rates = {c: [(p["ts"], (p["emitted"] if kinds.get(c) == "spout" else p["executed"]) / p["secs"])
                  for p in points] for c, points in topology["series"].items()}
     return {**shown, "window": window, "start": start, "end": end, "rates": rates,
-            "parallelism": parallelism_steps(topology["components"], shown["history"], start, end),
+            "parallelism": parallelism_steps(shown["parallelism"], start, end),
             "marks": [(d["time"], f"{d['id']} {d['status']}: {d['summary']}") for d in shown["history"]
                       if start <= d["time"] <= end],
             "metrics_error": topology["metrics_error"]}
 
 
-def parallelism_steps(components: list, history: list, start: float, end: float) -> dict:
-    """component -> its parallelism over [start, end] as steps: today's, walked back through the scale
-    decisions carried out (``history`` newest first) — what each was before is in its evidence."""
-    out = {}
-    for c in components:
-        now = c["parallelism"]
-        points = [(end, now)]
-        for d in history:
-            action = d["action"]
-            if (d["status"] in ("applied", "effective", "ineffective") and action["kind"] == "scale"
-                    and action["component"] == c["name"] and start <= d["time"] <= end):
-                before = d["evidence"].get("parallelism", now)
-                points += [(d["time"], now), (d["time"], before)]
-                now = before
-        points.append((start, now))
-        out[c["name"]] = sorted(points, key=lambda p: p[0])
+def parallelism_steps(changes: list, start: float, end: float) -> dict:
+    """component -> its parallelism over [start, end] as steps, from the health manager's record of each
+    change it observed (``changes``: [time, component -> parallelism], oldest first)."""
+    out: dict = {}
+    for t, parallelism in changes:
+        for name, n in parallelism.items():
+            points = out.setdefault(name, [])
+            if points:
+                points.append((max(t, start), points[-1][1]))
+            points.append((max(t, start), n))
+    for points in out.values():
+        points.append((end, points[-1][1]))
     return out

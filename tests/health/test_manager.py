@@ -85,11 +85,17 @@ def test_off_does_not_even_ask_the_policy_and_the_operators_mode_wins_over_the_c
     assert (policy.asked, health.mode) == (1, "recommend")
 
 
-def test_the_history_given_back_is_kept_and_extended():
+def test_the_history_given_back_is_kept_and_extended_and_parallelism_recorded_when_it_changes():
     old = decision(0, status="effective")
-    health = HealthManager(ScriptedPolicy([decision(1)]), "recommend", history=[old])
-    health.step(Control(), observation())
+    health = HealthManager(ScriptedPolicy([decision(1)]), "recommend", history=[old],
+                           parallelism=[(50.0, {"sink": 1})])
+    health.step(Control(), observation(time=100.0))
     assert [d.id for d in health.report(1.0).history] == ["d0", "d1"]
+    assert health.report(1.0).parallelism == ((50.0, {"sink": 1}),)
+    scaled = observation(time=110.0)
+    scaled = replace(scaled, components={"sink": replace(scaled.components["sink"], parallelism=3)})
+    health.step(Control(), scaled)
+    assert health.report(1.0).parallelism == ((50.0, {"sink": 1}), (110.0, {"sink": 3}))
 
 
 def test_symptoms_name_the_figures_an_operator_reads_first():
@@ -122,11 +128,13 @@ def test_the_records_survive_a_new_manager_and_keep_the_operators_and_the_manage
     store = HealthStore(make_state(), "t")
     assert (store.control(), store.report()) == (Control(), Report())
     store.set_mode("auto")
-    store.save(Report(5.0, "auto", symptoms(observation()), (decision(1), decision(2, status="failed"))))
+    store.save(Report(5.0, "auto", symptoms(observation()), (decision(1), decision(2, status="failed")),
+                      ((1.0, {"sink": 1}),)))
     store.request_apply("d1")
     again = HealthStore(make_state(), "t")
     assert again.control() == Control("auto", "d1")
-    assert again.report() == Report(5.0, "auto", symptoms(observation()), (decision(1), decision(2, status="failed")))
+    assert again.report() == Report(5.0, "auto", symptoms(observation()), (decision(1), decision(2, status="failed")),
+                                    ((1.0, {"sink": 1}),))
     assert again.report().pending().id == "d1"
 
 
