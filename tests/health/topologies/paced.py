@@ -25,8 +25,9 @@ class PacedIds(Spout):
         self.ids = int(config["health.ids"])
         self.rate = float(config["health.rate"])
         self.rate_file = os.path.join(self.out, "rate")
-        self.next = self.task  # spout tasks interleave: task k emits k, k + n, ... (n: spout tasks)
-        self.step = len(context.get_component_tasks(context.get_component_id()))
+        tasks = sorted(context.get_component_tasks(context.get_component_id()))
+        self.first = self.next = tasks.index(self.task)  # spout tasks interleave: the k-th of n emits k, k + n, ...
+        self.step = len(tasks)
         self.replay = []
         self.acked = set()
         self.started = time.monotonic()
@@ -69,7 +70,7 @@ class PacedIds(Spout):
     def flush(self):
         path = os.path.join(self.out, f"acked-{self.task}.json")
         with open(path + ".tmp", "w") as f:
-            json.dump({"emitted": (self.next - self.task) // self.step, "acked": sorted(self.acked)}, f)
+            json.dump({"emitted": (self.next - self.first) // self.step, "acked": sorted(self.acked)}, f)
         os.replace(path + ".tmp", path)
         self.flushed_at = time.monotonic()
 
