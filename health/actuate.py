@@ -4,7 +4,8 @@
   write the plans, start and stop only the difference, wait until every instance is connected;
 - ``restart_task`` / ``move_container``: the scheduler's restart of the task's (or the) container: a new
   executor and processes (on YARN, a new YARN container, so possibly another node);
-- ``set_pending``: refused: ``topology.max.spout.pending`` is read once when a spout task starts.
+- ``set_pending``: the scheduler's live ``topology.max.spout.pending`` (the execution state's, handed to every
+  spout task with the physical plan).
 
 A refusal is a ``SquallError`` whose message says why; the manager records it as the decision's reason.
 """
@@ -66,8 +67,8 @@ def carry_out(state: StateManager, topology: str, action: Action, base: Config,
             raise SquallError("move_container names no container")
         manager.restart(state, topology, action.container, timeout)
     elif action.kind == "set_pending":
-        raise SquallError(f"topology.max.spout.pending={action.pending} is not changeable while the topology "
-                          "runs (each spout task reads it once); resubmit with --config-property "
-                          f"topology.max.spout.pending={action.pending}")
+        if action.pending is None:
+            raise SquallError("set_pending names no value")
+        manager.set_max_spout_pending(state, topology, action.pending)
     else:
         raise SquallError(f"action {action.kind!r} changes nothing to carry out")

@@ -172,10 +172,15 @@ class HealthLoop:
         self.last_round = time.time()
 
     def config(self) -> tuple[schema.Topology, Config]:
+        """The topology and its config, with ``topology.max.spout.pending`` as it is now (set while running)."""
         topology = self.state.get(Kind.TOPOLOGY, self.topology)
-        if topology is None:
+        execution = self.state.get(Kind.EXECUTION_STATE, self.topology)
+        if topology is None or execution is None:
             raise SquallError(f"topology {self.topology!r} has no record in the state manager (killed?)")
-        return topology, topology_config(topology, self.base)
+        config = topology_config(topology, self.base)
+        if execution.max_spout_pending is not None:
+            config = config.with_layer({"topology.max.spout.pending": execution.max_spout_pending}, "squall health")
+        return topology, config
 
     def start(self) -> HealthManager:
         topology, config = self.config()

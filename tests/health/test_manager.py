@@ -161,3 +161,10 @@ def test_the_metrics_row_counts_the_decisions_that_reached_each_status_since_the
     assert (row.process, row.container, row.task_id) == ("health", 0, None)
     assert json.loads(row.user) == {HEALTH_ACTIONS: {"scale/recommended": 2, "scale/applied": 1}}
     assert json.loads(health.metrics_row(7.0, 1.0, container=0).user) == {HEALTH_ACTIONS: {}}
+
+
+def test_a_live_max_spout_pending_must_be_a_positive_integer(tmp_path):
+    from squall.scheduler.manager import set_max_spout_pending
+
+    with pytest.raises(SquallError, match=r"^topology.max.spout.pending 0: must be a positive integer$"):
+        set_max_spout_pending(LocalStateManager(str(tmp_path)), "t", 0)

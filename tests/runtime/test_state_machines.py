@@ -55,6 +55,9 @@ def test_plan_builder_waits_for_everything_and_refuses_unknown_containers():
         (1, 1, 11, 0), (2, 2, 12, 0), (3, 2, 13, 1)]
     b.status = schema.TopologyStatus.PAUSED
     assert b.build().status == schema.TopologyStatus.PAUSED
+    assert b.build().max_spout_pending is None
+    b.max_spout_pending = 200  # set while running (squall health's pending tuner)
+    assert b.build().max_spout_pending == 200
 
 
 def test_metrics_rows_have_the_documented_columns_and_totals():
