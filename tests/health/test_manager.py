@@ -11,6 +11,7 @@ from squall.health.manager import HealthManager, Leadership, symptoms
 from squall.health.model import Action, ComponentObservation, Decision, Observation, TaskObservation
 from squall.health.store import Control, HealthStore, Report
 from squall.metrics_schema import HEALTH_ACTIONS
+from squall.scheduler.manager import set_max_spout_pending
 from squall.state import LocalStateManager
 from squall.state.zookeeper import ZooKeeperStateManager
 
@@ -164,7 +165,5 @@ def test_the_metrics_row_counts_the_decisions_that_reached_each_status_since_the
 
 
 def test_a_live_max_spout_pending_must_be_a_positive_integer(tmp_path):
-    from squall.scheduler.manager import set_max_spout_pending
-
     with pytest.raises(SquallError, match=r"^topology.max.spout.pending 0: must be a positive integer$"):
         set_max_spout_pending(LocalStateManager(str(tmp_path)), "t", 0)

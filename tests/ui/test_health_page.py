@@ -24,9 +24,12 @@ def test_the_pending_recommendation_is_shown_first_and_applied_from_the_page(bro
     local.run("submit", PACED, "--config-property", f"health.out.dir={out}", "--config-property", "health.ids=100000",
               "--config-property", "squall.health.interval.secs=1")
     try:
-        pending = wait_until(lambda: local.get("/api/v1/topologies/paced/health")["pending"], timeout=60,
-                             what="a pending recommendation")
-        assert (pending["action"]["kind"], pending["component"]) == ("scale", "sink")
+        def scale_up():
+            pending = local.get("/api/v1/topologies/paced/health")["pending"]
+            return pending if pending and (pending["action"]["kind"], pending["component"]) == ("scale", "sink") \
+                else None
+
+        pending = wait_until(scale_up, timeout=90, what="a pending recommendation to scale the sink up")
         assert local.post("/api/v1/topologies/paced/health/mode", {"mode": "auto"}, token=None, expect=401)
         assert local.post("/api/v1/topologies/paced/health/mode", {"mode": "bogus"}, expect=400) == {
             "error": "--mode 'bogus': expected one of off, recommend, auto"}
@@ -35,7 +38,9 @@ def test_the_pending_recommendation_is_shown_first_and_applied_from_the_page(bro
 
         page(browser, local, "/topology/paced/health?window=60s", "health")
         assert browser.find_element(By.ID, "mode").text == "recommend"
-        assert browser.find_element(By.CSS_SELECTOR, "#pending h2").text.startswith("Recommended: ")
+        assert browser.find_element(By.CSS_SELECTOR, "#pending h2").text == "Recommended: " + pending["summary"]
+        assert browser.find_element(By.CSS_SELECTOR, "[data-health-apply]").get_attribute(
+            "data-health-apply") == pending["id"]
         assert len(browser.find_elements(By.CSS_SELECTOR, "svg.chart")) == 2
         assert "sink" in texts(browser, "#symptoms tbody td:first-child")
         assert sink_instances(local) == 1  # recommend changes nothing on its own
@@ -43,11 +48,11 @@ def test_the_pending_recommendation_is_shown_first_and_applied_from_the_page(bro
         keep_token(browser, TOKEN)
         browser.find_element(By.CSS_SELECTOR, "[data-health-apply]").click()
         message(browser, "will be applied at the next round")
-        wait_until(lambda: sink_instances(local) > 1, timeout=90, what="the applied recommendation to scale the sink")
-        history = local.get("/api/v1/topologies/paced/health")["history"]
-        assert any(d["status"] in ("applied", "effective", "ineffective") and d["action"]["kind"] == "scale"
-                   for d in history)
-        page(browser, local, "/topology/paced/health?window=60s", "health")
+        wait_until(lambda: any(d["id"] == pending["id"] and d["status"] in ("applied", "effective", "ineffective")
+                               for d in local.get("/api/v1/topologies/paced/health")["history"]),
+                   timeout=120, what="the recommendation applied")
+        assert sink_instances(local) == pending["action"]["parallelism"]
+        page(browser, local, "/topology/paced/health?window=60s")
         assert browser.find_elements(By.CSS_SELECTOR, "svg.chart line.mark")
     finally:
         local.run("kill", "paced")
