@@ -10,7 +10,7 @@ from squall.state import Kind
 from squall.testing import wait_until
 
 TOPOLOGIES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "topologies")
-IDS = 8000
+IDS = 12000
 
 
 def acked(out_dir):
@@ -27,7 +27,7 @@ def test_auto_scales_the_overloaded_bolt_up_and_every_id_is_acked(squall_cluster
     out_dir = str(tmp_path / "out")
     os.mkdir(out_dir)
     cluster.submit(topology, {"health.out.dir": out_dir, "health.ids": IDS, "squall.health.mode": "auto",
-                              "squall.health.interval.secs": 1})
+                              "squall.health.interval.secs": 1, "squall.health.stabilization.secs": 2})
 
     def sink_tasks():
         plan = cluster.state.get(Kind.PACKING_PLAN, "paced")

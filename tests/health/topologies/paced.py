@@ -2,7 +2,7 @@
 scales. Used by tests/health and bench/health.py.
 
 Config: ``health.out.dir`` (the spout writes ``{"emitted": n, "acked": [ids]}`` to ``acked-<task>.json``
-there: its first ``n`` ids were emitted, those acked so far),
+there: its first ``n`` ids were emitted, those acked so far; a restarted task resumes from it),
 ``health.ids`` (ids in all), ``health.rate`` (ids per second per spout task; a file ``rate`` in
 ``health.out.dir``, when there, overrides it while running: how bench steps the load),
 ``health.sleep.ms`` (the bolt's sleep per tuple).
@@ -30,6 +30,7 @@ class PacedIds(Spout):
         self.step = len(tasks)
         self.replay = []
         self.acked = set()
+        self.resume()
         self.started = time.monotonic()
         self.emitted = 0
         self.flushed_at = 0.0
@@ -48,6 +49,18 @@ class PacedIds(Spout):
         else:
             return
         self.emit([i], tup_id=i)
+
+    def resume(self):
+        """A task restarted (its process moved or resized) goes on from its file: what it had emitted and not
+        seen acked is replayed."""
+        try:
+            with open(os.path.join(self.out, f"acked-{self.task}.json")) as f:
+                done = json.load(f)
+        except FileNotFoundError:
+            return
+        self.acked = set(done["acked"])
+        self.next = self.first + done["emitted"] * self.step
+        self.replay = [i for i in range(self.first, self.next, self.step) if i not in self.acked]
 
     def read_rate(self, now):
         try:
