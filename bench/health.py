@@ -112,8 +112,11 @@ def run(mode: str, args: argparse.Namespace) -> dict:
         time.sleep(low2)
         out["after"] = resources(state, rates(state, args.window))
         set_rate(out_dir, 0)
-        wait_until(lambda: (lambda e, a: e > 0 and len(a) >= e)(*emitted_and_acked(out_dir)), timeout=300,
-                   what="every emitted id acked")
+        try:
+            wait_until(lambda: (lambda e, a: e > 0 and len(a) >= e)(*emitted_and_acked(out_dir)), timeout=300,
+                       what="every emitted id acked")
+        except AssertionError as e:
+            print(e)
         emitted, acked = emitted_and_acked(out_dir)
         out["emitted"], out["acked"] = emitted, len(acked)
         out["every_id_acked"] = acked == set(range(emitted))
