@@ -226,6 +226,8 @@ class HealthLoop:
             else:
                 self.health.carried_out(chosen, time.time())
         now = time.time()
+        if self.state.get(Kind.EXECUTION_STATE, self.topology) is None:
+            raise SquallError(f"topology {self.topology!r} was killed")  # its records are gone: write none again
         self.store.save(self.health.report(now))
         if self.metrics is not None:
             self.metrics.send([self.health.metrics_row(now, now - self.last_round, self.container)])
