@@ -93,6 +93,7 @@ def run(mode: str, args: argparse.Namespace) -> dict:
         set_rate(out_dir, args.high)
         rise = time.monotonic()
         recovered = None
+        best = (0, 0)  # the most the sink carried over a window, and what the spout emitted then
         peak = out["before"]
         while time.monotonic() - rise < high:
             time.sleep(2)
@@ -104,9 +105,12 @@ def run(mode: str, args: argparse.Namespace) -> dict:
                 peak = now
             offered = args.high
             carried = m["components"].get("sink", {}).get("execute_rate") or 0.0
+            emitted = m["components"].get("ids", {}).get("emit_rate") or 0.0
+            best = max(best, (round(carried), round(emitted)))
             if recovered is None and time.monotonic() - rise > args.window and carried >= 0.9 * offered:
                 recovered = round(time.monotonic() - rise, 1)
         out["recover_secs"] = recovered
+        out["high_phase_best_carried_and_emitted_per_sec"] = best
         out["peak"] = peak
         set_rate(out_dir, args.low)
         time.sleep(low2)
