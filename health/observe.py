@@ -6,7 +6,7 @@ recorded ``squall metrics NAME --json`` (task ids as JSON strings), which is wha
 """
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 from squall import chaining
 from squall.conf import Config
@@ -27,7 +27,7 @@ def observe(metrics: Mapping[str, object], topology: schema.Topology, packing_pl
     components_metrics = dict(metrics.get("components") or {})
     placed = {i.id.task_id: (c.id, i) for c in packing_plan.containers for i in c.instances}
     chain_of = {name: chain for chain in chaining.chains(topology, config) for name in chain}
-    lag = _source_lag(metrics.get("sources") or [])
+    lag = _source_lag(metrics.get("sources") or [])  # type: ignore[arg-type]
     window = _window_secs(components_metrics, tasks_metrics)
     components = {}
     for component in topology.components:
@@ -90,12 +90,13 @@ def _window_secs(components: Mapping[str, Mapping], tasks: Mapping[int, Mapping]
     return max(secs, default=0.0)
 
 
-def _source_lag(sources: object) -> dict:
+def _source_lag(sources: Sequence[Mapping[str, object]]) -> dict[str, int]:
     """Records behind per source spout, summed over its partitions (each task's last report)."""
     out: dict = {}
-    for p in sources:  # type: ignore[attr-defined]
+    for p in sources:
         if p.get("lag") is not None:
-            out[p["component"]] = out.get(p["component"], 0) + int(p["lag"])
+            name = str(p["component"])
+            out[name] = out.get(name, 0) + int(p["lag"])  # type: ignore[call-overload]
     return out
 
 

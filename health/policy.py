@@ -10,7 +10,8 @@ Rules (docs/health.md, "How it decides"):
   ``blacklist_secs`` (Dhalion's blacklist): the next diagnosis of the component is tried instead;
 - no action while the topology is not running (degraded, paused) or something else changes it
   (``busy_elsewhere``): the decision is ``blocked`` with the reason;
-- parallelism within ``[min, max]`` of the component, containers within ``max_containers``;
+- parallelism within ``[min, max]`` of the component, containers within ``max_containers``: a
+  decision held at a bound is ``blocked`` and the next diagnosis is tried;
 - at most one actionable decision per observation; a decision the same as the last of its kind is not
   repeated (the history shows it once).
 """
@@ -34,13 +35,13 @@ class HealthPolicy:
     def __init__(self, settings: HealthSettings, history: Sequence[Decision] = ()) -> None:
         self._settings = settings
         self._history = list(history)
-        self._recent: list = []  # observations before the newest, oldest first
+        self._recent: list[Observation] = []  # observations before the newest, oldest first
 
     @property
-    def history(self) -> list:
+    def history(self) -> list[Decision]:
         return list(self._history)
 
-    def decide(self, observation: Observation) -> list:
+    def decide(self, observation: Observation) -> list[Decision]:
         """Decisions judged by ``observation`` (applied ones whose stabilization has passed) and the new
         ones it leads to, in that order; all are in ``history`` too."""
         judged = self._judge(observation)
@@ -66,7 +67,7 @@ class HealthPolicy:
     def _in_flight(self) -> Optional[Decision]:
         return next((d for d in self._history if d.status == "applied"), None)
 
-    def _judge(self, obs: Observation) -> list:
+    def _judge(self, obs: Observation) -> list[Decision]:
         out = []
         for d in self._history:
             if d.status != "applied" or obs.time < (d.applied_time or d.time) + self._settings.stabilization_secs:
@@ -80,7 +81,7 @@ class HealthPolicy:
             self._replace(d)
         return out
 
-    def _candidates(self, obs: Observation) -> list:
+    def _candidates(self, obs: Observation) -> list[Decision]:
         out = []
         for found in diagnose(obs, self._recent, self._settings):
             decision = resolve.resolve(found, obs, self._recent, self._settings, self._history)
@@ -89,12 +90,17 @@ class HealthPolicy:
         pending = tuner.tune_pending(obs, self._settings, self._history)
         return out + ([pending] if pending is not None else [])
 
-    def _new(self, obs: Observation) -> list:
+    def _new(self, obs: Observation) -> list[Decision]:
         candidates = self._candidates(obs)
         chosen = []
         if self._in_flight() is None:
-            actionable = [c for c in candidates if c.action.kind != "none" and not self._blacklisted(c, obs.time)]
-            chosen = [self._held(self._bounded(actionable[0], obs), obs)] if actionable else []
+            for candidate in candidates:
+                if candidate.action.kind == "none" or self._blacklisted(candidate, obs.time):
+                    continue
+                bounded = self._bounded(candidate, obs)
+                chosen.append(self._held(bounded, obs))
+                if bounded.status == "recommended":
+                    break  # one actionable decision; one held at a bound lets the next be tried
         reports = [c for c in candidates if c.action.kind == "none"]
         out = [d for d in reports + chosen if not self._repeats(d)]
         self._history.extend(out)

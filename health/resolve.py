@@ -115,11 +115,12 @@ def _scale_down(d: Diagnosis, comp: ComponentObservation, obs: Observation, rece
                    f"; {sizing}" if sizing else "")
 
 
-def right_size(comp: ComponentObservation, obs: Observation, recent: Sequence[Observation],
-               settings: HealthSettings, parallelism: int, wanted: float) -> tuple:
+def right_size(comp: ComponentObservation, obs: Observation, recent: Sequence[Observation], settings: HealthSettings,
+               parallelism: int, wanted: float) -> tuple[Optional[float], Optional[float], str]:
     """``(cpu or None, ram_mb or None, formula)`` per instance from measured use over the grace window:
-    cpu = max(p95 cores × parallelism now / after, rate per instance × cpu per tuple) × (1 + margin),
-    ram = p95 rss × (1 + margin), each rounded up to its step; None where it moves less than
+    cpu = max(p95 cores × parallelism now / after × (1 + margin), demand × (1 + headroom) / after × cpu per
+    tuple) (the second: enough cpu for the rate the parallelism was computed at), ram = p95 rss × (1 + margin),
+    each rounded up to its step; None where it moves less than
     ``RESIZE_CHANGE`` of the request (JStorm's pools following measured load)."""
     start = obs.time - settings.scale_down_grace_secs
     window = [o.components[comp.name] for o in (*recent, obs) if o.time >= start and comp.name in o.components]
@@ -132,8 +133,8 @@ def right_size(comp: ComponentObservation, obs: Observation, recent: Sequence[Ob
         p95 = percentile(cores, 95)
         per_tuple = dx.load(comp).cpu_per_tuple or 0.0
         per_rate = wanted * (1.0 + settings.headroom) / parallelism * per_tuple
-        need = max(CPU_STEP, capacity.round_up(max(p95 * comp.parallelism / parallelism, per_rate) * margin, CPU_STEP))
-        parts.append(f"cpu = ceil(max({p95:.3g} × {comp.parallelism}/{parallelism}, {per_rate:.3g}) × {margin:g} "
+        need = max(CPU_STEP, capacity.round_up(max(p95 * comp.parallelism / parallelism * margin, per_rate), CPU_STEP))
+        parts.append(f"cpu = ceil(max({p95:.3g} × {comp.parallelism}/{parallelism} × {margin:g}, {per_rate:.3g}) "
                      f"to {CPU_STEP:g}) = {need:g}")
         cpu = round(need, 4) if _moves(need, comp.cpu_requested) else None
     if rss:
@@ -191,7 +192,7 @@ def _split(d: Diagnosis, obs: Observation, settings: HealthSettings) -> Decision
                      Action("split_chain", str(e["split_at"])), {"chain_busy_at_most": round(settings.high, 3)})
 
 
-def measure(decision: Decision, obs: Observation, settings: HealthSettings) -> tuple:
+def measure(decision: Decision, obs: Observation, settings: HealthSettings) -> tuple[bool, str]:
     """``(effective, what was measured)`` of an applied decision, against its ``expected``."""
     comp = obs.components.get(decision.component or "")
     held = dx.spout_backpressure(obs)
@@ -203,6 +204,12 @@ def measure(decision: Decision, obs: Observation, settings: HealthSettings) -> t
         still = dx.slow_task(comp, settings)
         slow = still is not None and still[0] == decision.action.task_id
         return not slow, f"task {decision.action.task_id} " + ("still slow" if slow else "no longer slow")
+    if decision.diagnosis == "chain_bottleneck":
+        chain = dx.chain_load(comp, obs)
+        if chain is None:
+            return True, f"{comp.name} runs in a process of its own"
+        return float(chain["chain_busy"]) < settings.high, f"chain {' -> '.join(chain['chain'])} " \
+            f"{100 * float(chain['chain_busy']):.0f}% busy"
     predicted = float(decision.expected.get("input_rate") or 0.0)
     ok = held < dx.BACKPRESSURE_MIN and top < settings.high
     if decision.diagnosis == "under_provisioned":

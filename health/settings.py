@@ -64,6 +64,6 @@ class HealthSettings:
         """Spare throughput a component is sized with: sized for ``target_utilization`` busy."""
         return 1.0 / self.target_utilization - 1.0
 
-    def bounds(self, component: str) -> tuple:
+    def bounds(self, component: str) -> tuple[int, int]:
         """``(min, max)`` parallelism of ``component``."""
         return self.min_parallelism.get(component, 1), self.max_parallelism.get(component, 64)

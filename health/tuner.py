@@ -93,7 +93,7 @@ def _climb(obs: Observation, settings: HealthSettings, history: Sequence[Decisio
                 {"throughput": round((1 + CLIMB_GAIN) * throughput, 1)})
 
 
-def measure(decision: Decision, obs: Observation) -> tuple:
+def measure(decision: Decision, obs: Observation) -> tuple[bool, str]:
     """``(effective, what was measured)`` of an applied ``set_pending``."""
     if decision.diagnosis == "pending_revert":
         return True, "stepped back to the top of the hill"

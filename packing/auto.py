@@ -1,4 +1,4 @@
-"""``auto``: the fewest containers it can find, opening as many as needed.
+"""``auto``: the least YARN grants, from the fewest containers it can find, opening as many as needed.
 
 1. First-fit decreasing by counts under each of ``counts.orderings`` (Heron's
    ram-first FFD among them, so never more containers than ``ffd``) and the
@@ -9,7 +9,22 @@
    for a packing into one container fewer, again and again, until it proves
    there is none, reaches the lower bound or spends ``SEARCH_STEPS``; each
    target is tried under two component orders, each with half the steps.
-3. ``topology.workers`` set to W above that count: the instances are dealt
+3. Up to ``SEARCH_CONTAINERS`` containers, what YARN grants (memory
+   rounded up to ``squall.yarn.min.allocation.mb``, whole vcores; each as a
+   share of the largest container, summed: ``yarn_cost``) is minimised, not
+   the count alone (that left rounding waste: the packing-policy report
+   ranked round-robin above ``auto`` on a heterogeneous topology).
+   Instances move, or swap two at a time, between containers while that
+   lowers it (``cheapest``; at most ``IMPROVE_STEPS`` weighed), so a
+   container just past a rounding step gives its overhang to one with room
+   below its own; this is done from the fewest-containers packing, the other
+   greedy packings and the instances dealt round robin over as many
+   containers and one more, and the least wins (``cheapest_of``): never more
+   than ``ffd`` grants (its orders are among the greedy ones), though it may
+   take a container more than the fewest. Above that many containers the
+   packing of step 1 stands (the candidates would cost more time than the
+   rest of ``pack``).
+4. ``topology.workers`` set to W above that count: the instances are dealt
    largest first over W containers (``fit.round_robin_fit``, a container
    that cannot take an instance is skipped); should that need more than W,
    the fewest-container packing's container with the most instances is
@@ -20,6 +35,8 @@ the same byte for byte on every run.
 """
 from __future__ import annotations
 
+import itertools
+from fractions import Fraction
 from typing import Mapping, Optional, Sequence
 
 from squall.packing.bins import Bins
@@ -28,11 +45,14 @@ from squall.packing.counts import (CountProblem, containers, expand, fill_by_sco
 from squall.packing.errors import PackingError
 from squall.packing.fit import round_robin_fit
 from squall.packing.request import Request
+from squall.packing.resources import Res
 from squall.packing.search import Search
+from squall.packing.yarn import granted
 
 SEARCH_CONTAINERS = 64  # above this many containers, the greedy packing stands
 SEARCH_STEPS = 30_000  # per packing; a step is one node of the search
 SEARCH_ORDERS = (3, 0)  # which of ``orderings`` the search tries, each with its share of the steps
+IMPROVE_STEPS = 8_000  # changes the YARN objective weighs at most, over all candidate packings
 
 
 def count_problem(request: Request, instances: Mapping[str, list]) -> CountProblem:
@@ -45,12 +65,17 @@ def count_problem(request: Request, instances: Mapping[str, list]) -> CountProbl
     )
 
 
+def greedy(problem: CountProblem) -> list:
+    """The greedy packings (grouped count vectors): first fit decreasing under each of ``orderings``,
+    then the two bin-centric fills."""
+    found = [first_fit(problem, order)[0] for order in orderings(problem)]
+    return found + [fill_by_score(problem, "dot"), fill_by_score(problem, "l2")]
+
+
 def fewest(problem: CountProblem) -> list:
     """Count vectors, one per container, of the fewest-container packing found."""
     orders = orderings(problem)
-    greedy = [first_fit(problem, order)[0] for order in orders]
-    greedy += [fill_by_score(problem, "dot"), fill_by_score(problem, "l2")]
-    solution = expand(min(greedy, key=containers))  # the first of the fewest
+    solution = expand(min(greedy(problem), key=containers))  # the first of the fewest
     bound = lower_bound(problem)
     if bound < len(solution) <= SEARCH_CONTAINERS:
         search = Search(problem, SEARCH_STEPS)
@@ -86,7 +111,93 @@ def pack_auto(request: Request, bins: Bins, instances: Mapping[str, list]) -> No
                     bins.add(i, m)
             return
         solution = split(solution, workers)
+    elif len(solution) <= SEARCH_CONTAINERS:
+        solution = cheapest_of(request, problem, instances, solution, keep=workers or 0)
     place(request, bins, instances, solution)
+
+
+def cheapest_of(request: Request, problem: CountProblem, instances: Mapping[str, list], solution: Sequence[tuple],
+                keep: int = 0) -> list[tuple]:
+    """The least YARN grants (``yarn_cost``, then containers) among ``solution`` (the fewest
+    containers found), the other greedy packings and the instances dealt round robin over as many
+    containers and one more, each improved by ``cheapest`` (``IMPROVE_STEPS`` shared among them)."""
+    names = [c.name for c in request.components]
+    candidates = [[tuple(v) for v in solution]] + [expand(g) for g in greedy(problem)]
+    for n in (len(solution), len(solution) + 1):
+        dealt = _deal(request, problem, instances, n) if n <= sum(problem.counts) else None
+        if dealt is not None:
+            candidates.append([tuple(sum(1 for m in members if m[0] == name) for name in names) for members in dealt])
+    unique = list({tuple(sorted(c)): c for c in candidates}.values())
+
+    def total(vectors: Sequence[tuple]) -> tuple:
+        used = ([sum(q * s[d] for q, s in zip(v, problem.sizes)) for d in range(3)] for v in vectors)
+        return sum(yarn_cost(request, u) for u in used), len(vectors)
+
+    steps = IMPROVE_STEPS // len(unique)
+    return min((cheapest(request, problem, c, keep, steps) for c in unique), key=total)
+
+
+def yarn_cost(request: Request, used: Sequence[int]) -> Fraction:
+    """What YARN grants a container whose instances use ``used`` (cpu, ram, disk): its memory and its
+    vcores, each as a share of the largest container (so neither is bought with more of the other);
+    nothing for an empty one. Exact, so the packing is the same on every run."""
+    if not any(used):
+        return Fraction(0)
+    memory, vcores = granted(request.container_resources(Res(*used)), request.yarn_step_mb)
+    return Fraction(memory, max(1, request.cap.ram)) + Fraction(1000 * vcores, max(1, request.cap.cpu))
+
+
+def cheapest(request: Request, problem: CountProblem, solution: Sequence[tuple], keep: int = 0,
+             steps: int = IMPROVE_STEPS) -> list[tuple]:
+    """``solution`` with instances moved, or swapped two at a time, between its containers while that
+    lowers what YARN grants the two (``yarn_cost``). Each pass takes the first change that lowers it,
+    from the dearest container (then by index), component and destination in
+    order; at most ``steps`` changes are weighed in all (counted, never timed). A container is
+    emptied (and dropped) only while more than ``keep`` remain."""
+    out = [list(v) for v in solution]
+    used = [[sum(q * s[d] for q, s in zip(v, problem.sizes)) for d in range(3)] for v in out]
+    costs = [yarn_cost(request, u) for u in used]
+    kinds = range(len(problem.sizes))
+    while steps > 0:
+        change = None
+        waste = sorted(range(len(out)), key=lambda i: (-costs[i], i))  # the dearest container first
+        for i, j in ((i, j) for i in waste for j in range(len(out)) if j != i and any(out[j])):
+            for t, u in itertools.product(kinds, (None, *kinds)):
+                if not out[i][t] or (u is not None and (u == t or not out[j][u])):
+                    continue
+                steps -= 1
+                src, dst = _exchanged(problem, used[i], used[j], t, u)
+                if src is None or (not any(src) and sum(1 for v in out if any(v)) <= keep):
+                    continue
+                after = (yarn_cost(request, src), yarn_cost(request, dst))
+                if sum(after) < costs[i] + costs[j]:
+                    change = (i, j, t, u, src, dst, after)
+                    break
+                if steps <= 0:
+                    break
+            if change is not None or steps <= 0:
+                break
+        if change is None:
+            break
+        i, j, t, u, used[i], used[j], (costs[i], costs[j]) = change
+        out[i][t] -= 1
+        out[j][t] += 1
+        if u is not None:
+            out[j][u] -= 1
+            out[i][u] += 1
+    return [tuple(v) for v in out if any(v)]
+
+
+def _exchanged(problem: CountProblem, src: Sequence[int], dst: Sequence[int], t: int, u: Optional[int]) -> tuple:
+    """What the two containers use after one instance of component ``t`` goes from ``src`` to ``dst``
+    (and, with ``u``, one of ``u`` comes back), or ``(None, None)`` if it does not fit."""
+    back = problem.sizes[u] if u is not None else (0, 0, 0)
+    size = problem.sizes[t]
+    src = [a - s + b for a, s, b in zip(src, size, back)]
+    dst = [a + s - b for a, s, b in zip(dst, size, back)]
+    if any(x > r for x, r in zip(src, problem.room)) or any(x > r for x, r in zip(dst, problem.room)):
+        return None, None
+    return src, dst
 
 
 def _deal(request: Request, problem: CountProblem, instances: Mapping[str, list], workers: int) -> Optional[list]:

@@ -91,6 +91,7 @@ class Request:
     padding: Padding
     ffd_sort: str
     spouts: frozenset = frozenset()  # names of the spout components (their task ids are bounded)
+    yarn_step_mb: int = 1  # squall.yarn.min.allocation.mb: what a container's memory is rounded up to
 
     @property
     def room(self) -> Res:
@@ -160,6 +161,7 @@ def build_request(
         padding=padding,
         ffd_sort=config["squall.packing.ffd.sort"],
         spouts=frozenset(c.name for c in topology.components if c.kind == schema.ComponentKind.SPOUT),
+        yarn_step_mb=config["squall.yarn.min.allocation.mb"],
     )
     check_each_fits(request)
     return request

@@ -46,10 +46,13 @@ def normalise(resources: schema.Resources, config: Optional[Mapping[str, object]
     """``(memory_mb, vcores)`` YARN grants for a Thrift Resources: memory rounded
     up to ``squall.yarn.min.allocation.mb``, vcores = ceil(cpu), at least 1."""
     config = config if config is not None else base_config()
-    step = config["squall.yarn.min.allocation.mb"]
-    memory = max(1, math.ceil(resources.ram_mb / step)) * step
-    vcores = max(1, math.ceil(Res.from_thrift(resources).cpu / 1000))
-    return memory, vcores
+    return granted(Res.from_thrift(resources), config["squall.yarn.min.allocation.mb"])
+
+
+def granted(resources: Res, step_mb: int) -> tuple:
+    """``(memory_mb, vcores)`` YARN grants a container asking ``resources``: memory rounded up to
+    ``step_mb``, whole vcores, at least one of each step."""
+    return max(1, math.ceil(resources.ram / step_mb)) * step_mb, max(1, math.ceil(resources.cpu / 1000))
 
 
 def yarn_shapes(

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Mapping, Optional, Sequence
 
-from squall.health.model import ComponentObservation, Observation, TaskObservation
+from squall.health.model import Action, ComponentObservation, Observation, TaskObservation
 from squall.health.settings import HealthSettings
 
 WINDOW = 10.0
@@ -21,10 +21,11 @@ def task(task_id: int, rate: float, busy: float, container: int = 1, queue: int 
                            rss_mb=rss_mb)
 
 
-def component(name: str, tasks: Sequence[TaskObservation], kind: str = "bolt", cpu: float = 0.5, ram_mb: float = 256.0,
-              grouping: Optional[str] = "SHUFFLE", chain: Optional[tuple] = None, **more: object) -> ComponentObservation:
-    return ComponentObservation(name=name, kind=kind, parallelism=len(tasks), cpu_requested=cpu, ram_mb_requested=ram_mb,
-                                chain=chain, tasks={t.task_id: t for t in tasks},
+def component(name: str, tasks: Sequence[TaskObservation], kind: str = "bolt", cpu: float = 0.5,
+              ram_mb: float = 256.0, grouping: Optional[str] = "SHUFFLE", chain: Optional[tuple] = None,
+              **more: object) -> ComponentObservation:
+    return ComponentObservation(name=name, kind=kind, parallelism=len(tasks), cpu_requested=cpu,
+                                ram_mb_requested=ram_mb, chain=chain, tasks={t.task_id: t for t in tasks},
                                 grouping=None if kind == "spout" else grouping, **more)  # type: ignore[arg-type]
 
 
@@ -54,6 +55,22 @@ class Pipeline:
     per_container: int = 4
     slow: Mapping[int, float] = field(default_factory=dict)  # bolt task index -> its own service ms
     cpu_ms_per_tuple: float = 0.05
+    spout_cpu: float = 0.5
+    spout_ram_mb: float = 256.0
+    restart_heals: bool = True  # a restarted slow task comes back at the common service time
+    bursty: bool = False  # the spout bursts when released: held back 95 % of the time once saturated (recorded)
+
+    def apply(self, action: Action) -> None:
+        """What the scheduler's update would do to the topology (scale, resize, restart a task)."""
+        if action.kind == "restart_task" and self.restart_heals:
+            self.slow = {i: s for i, s in self.slow.items() if 10 + i != action.task_id}
+        if action.component == "bolt":
+            self.parallelism = action.parallelism or self.parallelism
+            self.bolt_cpu = action.cpu or self.bolt_cpu
+            self.bolt_ram_mb = action.ram_mb or self.bolt_ram_mb
+        elif action.component == "spout":
+            self.spout_cpu = action.cpu or self.spout_cpu
+            self.spout_ram_mb = action.ram_mb or self.spout_ram_mb
 
     def observe(self, time: float, **more: object) -> Observation:
         service = [self.slow.get(i, self.service_ms) for i in range(self.parallelism)]
@@ -61,7 +78,7 @@ class Pipeline:
         # shuffle: each task gets the same share, the slowest one holds the spout back for all
         carried_each = min(share, min(1000.0 / s for s in service))
         carried = carried_each * self.parallelism
-        held = 0.0 if carried >= self.offered else 1.0 - carried / self.offered
+        held = 0.0 if carried >= self.offered else 0.95 if self.bursty else 1.0 - carried / self.offered
         bolts = []
         for i, s in enumerate(service):
             b = min(1.0, carried_each * s / 1000.0)
@@ -71,7 +88,8 @@ class Pipeline:
         spout = task(1, carried, 0.05, container=1, backpressure_ms=held * WINDOW * 1000, spout=True,
                      cpu_percent=5.0)
         containers = math.ceil((1 + self.parallelism) / self.per_container)
-        return observation(time, [component("spout", [spout], kind="spout"),
+        return observation(time, [component("spout", [spout], kind="spout", cpu=self.spout_cpu,
+                                            ram_mb=self.spout_ram_mb),
                                   component("bolt", bolts, cpu=self.bolt_cpu, ram_mb=self.bolt_ram_mb)],
                            containers=containers, **more)  # type: ignore[arg-type]
 

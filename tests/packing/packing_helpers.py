@@ -52,3 +52,21 @@ def layout(plan: Any) -> list:
 
 def res(r: Any) -> tuple:
     return (r.cpu, r.ram_mb, r.disk_mb)
+
+
+def yarn_cost(t: Any, plan: Any) -> Any:
+    """What YARN grants ``plan``'s containers, memory and vcores each as a share of ``t``'s largest
+    container, summed (``packing.auto.yarn_cost``, the objective of ``auto``)."""
+    from fractions import Fraction
+
+    from squall.conf import base_config
+    from squall.packing.request import build_request
+    from squall.packing.resources import Res
+    from squall.packing.yarn import granted
+
+    request = build_request(t, base_config())
+    total = Fraction(0)
+    for c in plan.containers:
+        memory, vcores = granted(Res.from_thrift(c.resources), request.yarn_step_mb)
+        total += Fraction(memory, max(1, request.cap.ram)) + Fraction(1000 * vcores, max(1, request.cap.cpu))
+    return total

@@ -19,7 +19,7 @@ from squall.packing.auto import split
 from squall.packing.counts import CountProblem, containers, first_fit, lower_bound, orderings
 from squall.packing.search import Search, maximal_fillings
 from test_packing_properties import SETTINGS, topologies
-from packing_helpers import comp, layout, res, topo
+from packing_helpers import comp, layout, res, topo, yarn_cost
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TEN_TASKS = os.path.join(HERE, "topologies", "ten_tasks.py")
@@ -133,16 +133,16 @@ def test_first_fit_by_counts_is_first_fit_per_instance():
 
 @SETTINGS
 @given(topologies(), st.sampled_from(["task", "worker"]))
-def test_auto_never_uses_more_containers_than_ffd_or_fewer_than_topology_workers(t, granularity):
+def test_auto_never_costs_yarn_more_than_ffd_or_uses_fewer_than_topology_workers(t, granularity):
     plan = pack(t, algorithm="auto", granularity=granularity)
     validate_plan(t, plan)
     workers = json.loads(t.config["topology.workers"])
     assert len(plan.containers) >= workers
-    fewest = pack(with_config(t, {"topology.workers": None}), algorithm="auto", granularity=granularity)
-    assert len(plan.containers) == max(workers, len(fewest.containers))
+    free = with_config(t, {"topology.workers": None})
+    cheapest = pack(free, algorithm="auto", granularity=granularity)
     for sort in ("ram", "cpu"):
-        ffd = pack(with_config(t, {"squall.packing.ffd.sort": sort}), algorithm="ffd", granularity=granularity)
-        assert len(fewest.containers) <= len(ffd.containers)
+        ffd = pack(with_config(free, {"squall.packing.ffd.sort": sort}), algorithm="ffd", granularity=granularity)
+        assert yarn_cost(free, cheapest) <= yarn_cost(free, ffd)
 
 
 def with_config(t, config):

@@ -1,0 +1,104 @@
+"""Each diagnosis from observations (pure): what it finds, and what it must not mistake it for."""
+from __future__ import annotations
+
+from brain_helpers import Pipeline, component, observation, settings, task
+
+from squall.health.diagnose import diagnose
+from squall.health.resolve import resolve
+
+
+def names(found: list) -> list:
+    return [(d.name, d.component) for d in found]
+
+
+def test_a_saturated_bolt_behind_backpressure_is_under_provisioned_for_the_offered_rate() -> None:
+    obs = Pipeline(offered=3000, parallelism=2).observe(100.0)
+    found = diagnose(obs, [], settings())
+    assert names(found) == [("under_provisioned", "bolt")]
+    # the spout was held back 2/3 of the window: it offered 1,000 / (1 - 2/3) = 3,000
+    assert found[0].evidence["observed_rate"] == 1000.0
+    assert found[0].evidence["backpressure"] == 0.667
+    assert found[0].evidence["demand"] == 3000.0
+    decision = resolve(found[0], obs, [], settings(), [])
+    # 2 ms a tuple: 500 tuples/s an instance; sized for 70 % busy: ceil(3000 × 1/0.7 / 500) = 9
+    assert decision.action.kind == "scale" and decision.action.parallelism == 9
+    assert decision.expected["input_rate"] == 3000.0 and decision.expected["utilization"] == 0.667
+    assert "ceil(3,000.0 × 1.43 / 500.0) = 9" in decision.formula
+
+
+def test_a_growing_source_backlog_is_drained_within_the_catch_up_time() -> None:
+    spout = lambda lag, rate: component("spout", [task(1, rate, 0.1, spout=True)], kind="spout",  # noqa: E731
+                                        source_lag=lag)
+    bolt = component("bolt", [task(10, 500.0, 0.95, service_ms=1.9, queue=100)])
+    before = observation(0.0, [spout(0, 500.0), bolt])
+    now = observation(60.0, [spout(12_000, 500.0), bolt])
+    found = diagnose(now, [before], settings(catch_up_secs=120.0))
+    # lag grew 200 records/s: 500 + 200 offered, and 12,000 behind drained in 120 s: + 100
+    assert found[0].name == "under_provisioned"
+    assert found[0].evidence["lag_growth_per_sec"] == 200.0
+    assert found[0].evidence["demand"] == 800.0
+
+
+def test_a_slow_task_is_a_slow_instance_not_under_provisioning() -> None:
+    # one task sleeping 20 ms a tuple, its 3 peers 1 ms: shuffle gives each the same share, the slow one
+    # saturates and holds the spout back for all of them
+    obs = Pipeline(offered=400, parallelism=4, service_ms=1.0, slow={2: 20.0}).observe(10.0)
+    found = diagnose(obs, [], settings())
+    assert names(found) == [("slow_instance", "bolt")]
+    assert found[0].task_id == 12
+    assert found[0].evidence["service_ms"] == 20.0 and found[0].evidence["peers_service_ms"] == 1.0
+    decision = resolve(found[0], obs, [], settings(), [])
+    assert decision.action.kind == "restart_task" and decision.action.task_id == 12
+
+
+def test_a_hot_key_under_fields_grouping_is_skew_with_no_scale_up() -> None:
+    hot = task(11, 900.0, 0.95, queue=400, service_ms=1.05)
+    peers = [task(i, 100.0, 0.1, queue=0, service_ms=1.0) for i in (12, 13, 14)]
+    spout = component("spout", [task(1, 1200.0, 0.1, spout=True, backpressure_ms=3000.0)], kind="spout")
+    obs = observation(10.0, [spout, component("count", [hot, *peers], grouping="FIELDS", stateful=True)])
+    found = diagnose(obs, [], settings())
+    assert names(found) == [("skew", "count")]
+    assert found[0].evidence["hot_task"] == 11 and found[0].evidence["skew"] == 9.0
+    assert "key groups" in str(found[0].evidence["missing"])
+    decision = resolve(found[0], obs, [], settings(), [])
+    assert decision.action.kind == "none" and "partial-key grouping" in decision.summary
+
+
+def test_the_same_rates_under_shuffle_grouping_are_not_skew() -> None:
+    hot = task(11, 900.0, 0.95, queue=400, service_ms=1.05)
+    peers = [task(i, 100.0, 0.1, service_ms=1.0) for i in (12, 13, 14)]
+    obs = observation(10.0, [component("count", [hot, *peers], grouping="SHUFFLE")])
+    assert [d.name for d in diagnose(obs, [], settings())] == ["under_provisioned"]
+
+
+def test_a_saturated_chain_is_split_before_tasks_are_added() -> None:
+    chain = ("parse", "count")
+    parse = component("parse", [task(10, 400.0, 0.45, service_ms=1.1)], chain=chain)
+    count = component("count", [task(20, 400.0, 0.5, service_ms=1.25)], chain=chain)
+    found = diagnose(observation(10.0, [parse, count]), [], settings(target_utilization=0.5, band=0.1))
+    # each member alone below the high mark (60 %), the chain's one thread 95 % busy
+    assert names(found) == [("chain_bottleneck", "count")]
+    assert found[0].evidence["chain_busy"] == 0.95 and found[0].evidence["split_at"] == "count"
+    decision = resolve(found[0], observation(10.0, [parse, count]), [], settings(), [])
+    assert decision.action.kind == "split_chain" and decision.action.component == "count"
+
+
+def test_over_provisioned_only_after_the_whole_grace_below_the_band() -> None:
+    pipe = Pipeline(offered=500, parallelism=9)
+    s = settings(scale_down_grace_secs=60.0)
+    early = [pipe.observe(float(t)) for t in (0, 30)]
+    assert "over_provisioned" not in [d.name for d in diagnose(pipe.observe(50.0), early, s)]
+    found = [d for d in diagnose(pipe.observe(70.0), early + [pipe.observe(50.0)], s) if d.component == "bolt"]
+    assert names(found) == [("over_provisioned", "bolt")]
+    decision = resolve(found[0], pipe.observe(70.0), early, s, [])
+    # 500 tuples/s at 500 an instance, sized for 70 %: ceil(500 / 0.7 / 500) = 2
+    assert decision.action.kind == "scale" and decision.action.parallelism == 2
+    assert decision.cost["containers"] < 0
+
+
+def test_a_busy_moment_inside_the_grace_keeps_the_parallelism() -> None:
+    s = settings(scale_down_grace_secs=60.0)
+    low = Pipeline(offered=500, parallelism=9)
+    high = Pipeline(offered=3500, parallelism=9)
+    recent = [low.observe(0.0), high.observe(30.0), low.observe(50.0)]
+    assert not [d for d in diagnose(low.observe(70.0), recent, s) if d.component == "bolt"]
