@@ -1,8 +1,8 @@
 """The health manager's done-when run (issue 27), with real processes on the local cluster.
 
 A spout of numbered ids (at least once) whose rate steps LOW -> HIGH -> LOW ids/s in front of an I/O-bound
-bolt (2 ms a tuple, parallelism 1): tests/health/topologies/paced.py, its rate stepped through the file it
-watches. Run once per mode (``--modes auto recommend``); prints, per mode:
+bolt (2 ms a tuple, parallelism 1): tests/health/topologies/health_paced.py, its rate stepped through the
+file it watches. Run once per mode (``--modes auto recommend``); prints, per mode:
 
 - time to recover: seconds from the rise until the bolt carries >= 90 % of the input (over the last
   ``--window`` seconds), or "never";
@@ -30,7 +30,7 @@ from squall.state import Kind, StateManager
 from squall.testing import LocalCluster, wait_until
 
 TOPOLOGY = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tests", "health", "topologies",
-                        "paced.py")
+                        "health_paced.py")
 NAME = "paced"
 
 

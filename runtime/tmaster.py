@@ -306,8 +306,9 @@ class TMaster:
         self.publish()
 
     def on_execution(self, execution: Optional[schema.ExecutionState]) -> None:
-        if self.builder is None or execution is None or (
-                (execution.status, execution.max_spout_pending) == (self.builder.status, self.builder.max_spout_pending)):
+        if self.builder is None or execution is None:
+            return
+        if (execution.status, execution.max_spout_pending) == (self.builder.status, self.builder.max_spout_pending):
             return
         log.info("status %s, max spout pending %s", schema.TopologyStatus._VALUES_TO_NAMES.get(execution.status),
                  execution.max_spout_pending)

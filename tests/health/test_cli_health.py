@@ -46,8 +46,9 @@ def test_recommend_shows_the_decision_changes_nothing_and_auto_then_applies_it(s
     cluster = squall_cluster
     out_dir = str(tmp_path / "out")
     os.mkdir(out_dir)
-    squall(capsys, "submit", os.path.join(TOPOLOGIES, "paced.py"), "--config-property", f"health.out.dir={out_dir}",
-           "--config-property", "health.ids=100000", "--config-property", "squall.health.interval.secs=1")
+    squall(capsys, "submit", os.path.join(TOPOLOGIES, "health_paced.py"),
+           "--config-property", f"health.out.dir={out_dir}", "--config-property", "health.ids=100000",
+           "--config-property", "squall.health.interval.secs=1")
 
     def scale_up(h):
         return next((d for d in h["history"] if d["status"] == "recommended" and d["action"]["kind"] == "scale"

@@ -4,7 +4,7 @@ import glob
 import json
 import os
 
-from paced import topology
+from health_paced import topology
 
 from squall.state import Kind
 from squall.testing import wait_until

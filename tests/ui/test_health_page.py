@@ -10,7 +10,8 @@ from selenium.webdriver.common.by import By
 from test_browser import keep_token, message, page, texts
 from ui_harness import TOKEN, wait_until
 
-PACED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "health", "topologies", "paced.py")
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACED = os.path.join(TESTS, "health", "topologies", "health_paced.py")
 
 
 def sink_instances(local):
