@@ -48,7 +48,8 @@ def test_recommend_shows_the_decision_changes_nothing_and_auto_then_applies_it(s
     os.mkdir(out_dir)
     squall(capsys, "submit", os.path.join(TOPOLOGIES, "health_paced.py"),
            "--config-property", f"health.out.dir={out_dir}", "--config-property", "health.ids=100000",
-           "--config-property", "squall.health.interval.secs=1")
+           "--config-property", "squall.health.interval.secs=1",
+           "--config-property", "squall.health.stabilization.secs=2")  # the pending tuner may act first
 
     def scale_up(h):
         return next((d for d in h["history"] if d["status"] == "recommended" and d["action"]["kind"] == "scale"
@@ -69,7 +70,7 @@ def test_recommend_shows_the_decision_changes_nothing_and_auto_then_applies_it(s
     assert "recommended: " in text and recommended["id"] in text
 
     squall(capsys, "health", "paced", "--mode", "auto")
-    wait_until(lambda: parallelism(cluster, "paced", "sink") > 1, timeout=60, what="auto mode to scale the sink up")
+    wait_until(lambda: parallelism(cluster, "paced", "sink") > 1, timeout=90, what="auto mode to scale the sink up")
     applied = wait_until(lambda: [d for d in health(capsys, "paced")["history"]
                                   if d["status"] in ("applied", "effective", "ineffective")], timeout=30,
                          what="the applied decision in the history")
