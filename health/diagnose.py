@@ -11,7 +11,8 @@ first), so that the policy can fall back to the next when a resolution is blackl
 3. ``chain_bottleneck``: a chain whose process (its members' busy fractions add up in one thread)
    is saturated, though no member alone may be: split it before adding tasks;
 4. ``under_provisioned``: the busiest task at or above target + band;
-5. ``over_provisioned``: every task below target - band for the whole scale-down grace.
+5. ``over_provisioned``: every task below target - band for the whole scale-down grace, no
+   backpressure and no growing source backlog.
 """
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ def _of_component(comp: ComponentObservation, obs: Observation, recent: Sequence
             "busy": round(busy(top), 3), "busiest_task": top.task_id, "high": round(settings.high, 3),
             **demand(comp, obs, recent, settings)}))
     elif (not chain_hot and below_band_since(comp.name, obs, recent, settings)
-          and spout_backpressure(obs) < BACKPRESSURE_MIN):
+          and spout_backpressure(obs) < BACKPRESSURE_MIN and lag_growth(obs, recent) <= 0):
         out.append(Diagnosis("over_provisioned", comp.name, {
             "busy": round(busy(top), 3), "busiest_task": top.task_id, "low": round(settings.low, 3),
             "grace_secs": settings.scale_down_grace_secs, **demand(comp, obs, recent, settings)}))

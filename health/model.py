@@ -41,7 +41,7 @@ class ComponentObservation:
     complete_latency_p99_ms: Optional[float] = None  # spouts, at least once
     source_lag: Optional[int] = None  # records behind, summed over its partitions (source spouts)
     grouping: Optional[str] = None  # its inputs' grouping ("FIELDS", "SHUFFLE", ...; "mixed" when they differ)
-    stateful: bool = False
+    stateful: bool = False  # a stateful component: a hot key's task holds hot key groups
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,8 @@ class Observation:
 class Action:
     """What a resolution changes. ``kind``:
 
-    - ``scale``: ``component`` to ``parallelism``;
+    - ``scale``: ``component`` to ``parallelism`` (with ``cpu`` / ``ram_mb`` per instance when it is
+      right-sized in the same update);
     - ``resize``: ``component``'s ``cpu`` / ``ram_mb`` per instance (right-sizing);
     - ``restart_task``: ``task_id``; ``move_container``: ``container`` (a slow instance);
     - ``set_pending``: ``topology.max.spout.pending`` to ``pending``;

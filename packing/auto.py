@@ -36,7 +36,6 @@ the same byte for byte on every run.
 from __future__ import annotations
 
 import itertools
-from fractions import Fraction
 from typing import Mapping, Optional, Sequence
 
 from squall.packing.bins import Bins
@@ -137,14 +136,15 @@ def cheapest_of(request: Request, problem: CountProblem, instances: Mapping[str,
     return min((cheapest(request, problem, c, keep, steps) for c in unique), key=total)
 
 
-def yarn_cost(request: Request, used: Sequence[int]) -> Fraction:
+def yarn_cost(request: Request, used: Sequence[int]) -> int:
     """What YARN grants a container whose instances use ``used`` (cpu, ram, disk): its memory and its
-    vcores, each as a share of the largest container (so neither is bought with more of the other);
-    nothing for an empty one. Exact, so the packing is the same on every run."""
+    vcores, each as a share of the largest container (so neither is bought with more of the other),
+    times both caps to stay in integers (exact: the packing is the same on every run); nothing for an
+    empty one."""
     if not any(used):
-        return Fraction(0)
+        return 0
     memory, vcores = granted(request.container_resources(Res(*used)), request.yarn_step_mb)
-    return Fraction(memory, max(1, request.cap.ram)) + Fraction(1000 * vcores, max(1, request.cap.cpu))
+    return memory * max(1, request.cap.cpu) + 1000 * vcores * max(1, request.cap.ram)
 
 
 def cheapest(request: Request, problem: CountProblem, solution: Sequence[tuple], keep: int = 0,

@@ -196,3 +196,22 @@ def test_the_100_instance_topology_is_right_sized_to_at_most_3_times_its_use() -
     assert all(t.queue_depth == 0 and t.busy < 0.9 for c in last.components.values() for t in c.tasks.values())
     done = applied(policy)
     assert len(done) <= 8 and all(d.status == "effective" for d in done)
+
+
+def test_settings_come_from_the_topology_config_and_each_component_s_own() -> None:
+    from packing_helpers import comp, topo
+
+    from squall.conf import ConfigError, base_config
+    from squall.health.policy import HealthSettings
+    from squall.logical import topology_config
+
+    t = topo([comp("spout", 1), comp("bolt", 2, inputs=["spout"])],
+             config={"squall.health.target.utilization": 0.6, "squall.health.latency.target.ms": 250})
+    t.components[1].config["squall.health.max.parallelism"] = "8"
+    s = HealthSettings.from_config(topology_config(t, base_config()), t)
+    assert (s.target_utilization, s.high, s.latency_target_ms) == (0.6, 0.8, 250)
+    assert (s.bounds("spout"), s.bounds("bolt")) == ((1, 64), (1, 8))
+    assert (s.stabilization_secs, s.scale_down_grace_secs, s.blacklist_secs) == (45.0, 60.0, 600.0)
+    t.components[1].config["squall.health.max.parallelism"] = "0"
+    with pytest.raises(ConfigError, match=r"squall.health.max.parallelism \(components.bolt.config\): must be >= 1"):
+        HealthSettings.from_config(topology_config(t, base_config()), t)
