@@ -28,17 +28,18 @@ def update_of(action: Action) -> TopologyUpdate:
     """The scheduler update an action of kind scale, resize or split_chain is."""
     if action.component is None:
         raise SquallError(f"a {action.kind} action names no component")
-    if action.kind == "scale":
+    sizes: dict = {}
+    if action.cpu is not None:
+        sizes["squall.component.cpu"] = float(action.cpu)
+    if action.ram_mb is not None:
+        sizes["squall.component.ram.mb"] = int(round(action.ram_mb))
+    resized = {action.component: sizes} if sizes else {}
+    if action.kind == "scale":  # right-sized in the same update when it carries cpu / ram
         if action.parallelism is None:
             raise SquallError(f"scale of {action.component!r} names no parallelism")
-        return TopologyUpdate(parallelism={action.component: action.parallelism})
+        return TopologyUpdate(parallelism={action.component: action.parallelism}, component_config=resized)
     if action.kind == "resize":
-        sizes: dict = {}
-        if action.cpu is not None:
-            sizes["squall.component.cpu"] = float(action.cpu)
-        if action.ram_mb is not None:
-            sizes["squall.component.ram.mb"] = int(round(action.ram_mb))
-        return TopologyUpdate(component_config={action.component: sizes})
+        return TopologyUpdate(component_config=resized)
     if action.kind == "split_chain":
         return TopologyUpdate(component_config={action.component: {CHAINING_KEY: "head"}})
     raise SquallError(f"action {action.kind!r} is not an update")

@@ -7,10 +7,12 @@ from dataclasses import replace
 import pytest
 
 from squall.errors import SquallError
+from squall.health.actuate import update_of
 from squall.health.manager import HealthManager, Leadership, symptoms
 from squall.health.model import Action, ComponentObservation, Decision, Observation, TaskObservation
 from squall.health.store import Control, HealthStore, Report
 from squall.metrics_schema import HEALTH_ACTIONS
+from squall.scheduler.changes import TopologyUpdate
 from squall.scheduler.manager import set_max_spout_pending
 from squall.state import LocalStateManager
 from squall.state.zookeeper import ZooKeeperStateManager
@@ -167,3 +169,12 @@ def test_the_metrics_row_counts_the_decisions_that_reached_each_status_since_the
 def test_a_live_max_spout_pending_must_be_a_positive_integer(tmp_path):
     with pytest.raises(SquallError, match=r"^topology.max.spout.pending 0: must be a positive integer$"):
         set_max_spout_pending(LocalStateManager(str(tmp_path)), "t", 0)
+
+
+def test_a_scale_that_carries_sizes_is_one_update_with_both():
+    change = update_of(Action("scale", component="sink", parallelism=3, cpu=0.25, ram_mb=96.4))
+    assert change == TopologyUpdate(parallelism={"sink": 3}, component_config={
+        "sink": {"squall.component.cpu": 0.25, "squall.component.ram.mb": 96}})
+    assert update_of(Action("scale", component="sink", parallelism=2)) == TopologyUpdate(parallelism={"sink": 2})
+    with pytest.raises(SquallError, match="action 'set_pending' is not an update"):
+        update_of(Action("set_pending", component="sink", pending=10))
