@@ -1,15 +1,20 @@
-"""What the CLI uses to talk to a running topology's master."""
+"""What the CLI uses to talk to a running topology's master, and what a process outside runtime/ (the
+health manager) reports its metrics rows with."""
 from __future__ import annotations
 
+import logging
 from typing import Optional
 
 from squall.errors import SquallError
 from squall.idl import schema
 from squall.runtime.checkpoints import checkpoint_figures, describe_checkpoints
+from squall.runtime.metrics_sender import CONNECT_TIMEOUT_SECS, MetricsBacklog
 from squall.runtime.protocol import BlockingConnection, ProtocolError, control_frame, decode_control
 from squall.state import StateManager
 
-__all__ = ["TMasterUnreachable", "describe_checkpoints", "query_metrics"]
+__all__ = ["MetricsReporter", "TMasterUnreachable", "describe_checkpoints", "query_metrics"]
+
+log = logging.getLogger(__name__)
 
 
 class TMasterUnreachable(SquallError):
@@ -87,3 +92,34 @@ def query_metrics(state_manager: StateManager, topology_name: str, timeout: floa
         for p in resp.series or []:
             out["series"].setdefault(p.component, []).append({name: getattr(p, name) for name in POINT_FIELDS})
     return out
+
+
+class MetricsReporter:
+    """Rows of a process of container ``container`` that is not a runtime role (the health manager) to its
+    container's metrics manager at ``host:port``: one connection per ``send``, the rows it could not
+    deliver (the manager restarting) kept, bounded, for the next."""
+
+    def __init__(self, host: str, port: int, secret: str, container: int):
+        self.host, self.port, self.secret, self.container = host, port, secret, container
+        self.backlog = MetricsBacklog()
+
+    def send(self, rows: list) -> None:
+        for row in rows:
+            self.backlog.add(row)
+        frame = self.backlog.frame()
+        if frame is None:
+            return
+        try:
+            conn = BlockingConnection.connect(self.host, self.port, self.secret, schema.Role.CLIENT, self.container,
+                                              timeout=CONNECT_TIMEOUT_SECS)
+        except (ProtocolError, OSError) as e:
+            log.info("metrics manager at %s:%d unreachable (%s); %d rows kept", self.host, self.port, e,
+                     len(self.backlog))
+            return
+        try:
+            conn.send(frame)
+            self.backlog.clear()
+        except (ProtocolError, OSError) as e:
+            log.info("metrics manager at %s:%d: %s; %d rows kept", self.host, self.port, e, len(self.backlog))
+        finally:
+            conn.close()

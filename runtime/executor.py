@@ -94,7 +94,7 @@ def wanted_processes(container_id: int, container_plan: Optional[schema.Containe
     """name -> ProcessSpec of everything container ``container_id`` should run: one process per task,
     but one per chain instance for the tasks of ``chain_list`` (``squall.chaining.chains``)."""
     if container_id == 0:
-        specs = [ProcessSpec("metricsmgr", "metricsmgr")]
+        specs = [ProcessSpec("metricsmgr", "metricsmgr"), ProcessSpec("health", "health")]
         if tmasters == 1:
             specs.append(ProcessSpec("tmaster", "tmaster"))
         else:

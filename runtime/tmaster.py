@@ -59,11 +59,12 @@ class PlanBuilder:
     """Registrations + packing plan + status -> physical plan (or None while incomplete)."""
 
     def __init__(self, topology_name: str, tmaster: schema.TMasterLocation, packing: schema.PackingPlan,
-                 status: int):
+                 status: int, max_spout_pending: Optional[int] = None):
         self.topology_name = topology_name
         self.tmaster = tmaster
         self.packing = packing
         self.status = status
+        self.max_spout_pending = max_spout_pending  # set while running; None: every spout's config
         self.registrations: dict = {}  # container -> RegisterStMgr
 
     def known_containers(self) -> set:
@@ -108,7 +109,7 @@ class PlanBuilder:
                 instances.append(schema.InstanceLocation(id=i.id, container=c.id, pid=pids[i.id.task_id]))
         return schema.PhysicalPlan(topology_name=self.topology_name, packing_plan_id=self.packing.id,
                                    status=self.status, tmaster=self.tmaster, stmgrs=stmgrs,
-                                   instances=instances)
+                                   instances=instances, max_spout_pending=self.max_spout_pending)
 
 
 class TMaster:
@@ -305,10 +306,13 @@ class TMaster:
         self.publish()
 
     def on_execution(self, execution: Optional[schema.ExecutionState]) -> None:
-        if self.builder is None or execution is None or execution.status == self.builder.status:
+        if self.builder is None or execution is None:
             return
-        log.info("status changed to %s", schema.TopologyStatus._VALUES_TO_NAMES.get(execution.status))
-        self.builder.status = execution.status
+        if (execution.status, execution.max_spout_pending) == (self.builder.status, self.builder.max_spout_pending):
+            return
+        log.info("status %s, max spout pending %s", schema.TopologyStatus._VALUES_TO_NAMES.get(execution.status),
+                 execution.max_spout_pending)
+        self.builder.status, self.builder.max_spout_pending = execution.status, execution.max_spout_pending
         self.publish()
 
     # leadership --------------------------------------------------------------------------
@@ -351,7 +355,7 @@ class TMaster:
             packing = await asyncio.to_thread(get, Kind.PACKING_PLAN, env.name) or env.packing
             await asyncio.to_thread(env.state.put, Kind.TMASTER, env.name, location)
             self.checkpoints = await asyncio.to_thread(self.checkpoint_coordinator)  # before any plan is published
-            self.builder = PlanBuilder(env.name, location, packing, execution.status)
+            self.builder = PlanBuilder(env.name, location, packing, execution.status, execution.max_spout_pending)
             call = self.loop.call_soon_threadsafe
             watch = env.state.watch  # registering a ZooKeeper watch reads the node: not on the loop
             cancels.append(await asyncio.to_thread(watch, Kind.PACKING_PLAN, env.name,

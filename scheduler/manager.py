@@ -93,6 +93,17 @@ def set_status(state: StateManager, name: str, status: int, timeout: float = 15.
     return False
 
 
+def set_max_spout_pending(state: StateManager, name: str, pending: int) -> None:
+    """``topology.max.spout.pending`` of every reliable spout task, while the topology runs: the topology
+    master hands it out with the physical plan (a spout task started later gets it too)."""
+    if isinstance(pending, bool) or not isinstance(pending, int) or pending < 1:
+        raise SquallError(f"topology.max.spout.pending {pending!r}: must be a positive integer")
+    execution = running(state, name)
+    with _Locked(state, name):
+        execution.max_spout_pending = pending
+        state.put(Kind.EXECUTION_STATE, name, execution)
+
+
 def restart(state: StateManager, name: str, container: Optional[int] = None, timeout: float = 60.0) -> None:
     """Replace the executor (and so every process) of one container or all; wait until it is up again."""
     execution = running(state, name)

@@ -35,6 +35,7 @@ _PLUGINS = [
     ("squall.reports.cli", ["report"]),
     ("squall.yarn.cli", ["cluster", "rebalance", "yarn"]),
     ("squall.ui.cli", ["ui"]),
+    ("squall.health.cli", ["health"]),
 ]
 
 

@@ -57,12 +57,13 @@ FIELDS: tuple[Field, ...] = (
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in FIELDS)
 
 #: the processes that report rows (the ``process`` column)
-PROCESSES = ("instance", "stmgr", "metricsmgr", "tmaster")
+PROCESSES = ("instance", "stmgr", "metricsmgr", "tmaster", "health")
 
 # the ``component`` of a daemon's row (a topology's own components cannot start with "__")
 STMGR_COMPONENT = "__stmgr"
 METRICSMGR_COMPONENT = "__metricsmgr"
 TMASTER_COMPONENT = "__tmaster"
+HEALTH_COMPONENT = "__health"
 
 # reserved keys of an instance row's ``user`` (docs/metrics.md)
 ERRORS = "__errors"  # the bucket's kept errors raised in user code: [{"time", "where", "error", "traceback"}]
@@ -76,9 +77,12 @@ CHECKPOINT_SAVE_MS = "__checkpoint_save_ms"  # summed over those saves
 CHECKPOINT_ALIGN_MS = "__checkpoint_align_ms"  # the longest alignment among them
 CHECKPOINT_BYTES = "__checkpoint_bytes"  # state bytes written, summed over those saves
 CHECKPOINT_STALE_FRAMES = "__checkpoint_stale_frames"  # frames of an older epoch dropped
+# reserved key of the health manager's row's ``user``: {"<action kind>/<status>": decisions that reached it}
+HEALTH_ACTIONS = "__health-actions"
 
 RESERVED_KEYS = frozenset({ERRORS, ERROR_COUNT, TIMEOUT_COUNT, PENDING, CHAIN, SOURCE_PARTITIONS, CHECKPOINT_SAVES,
-                           CHECKPOINT_SAVE_MS, CHECKPOINT_ALIGN_MS, CHECKPOINT_BYTES, CHECKPOINT_STALE_FRAMES})
+                           CHECKPOINT_SAVE_MS, CHECKPOINT_ALIGN_MS, CHECKPOINT_BYTES, CHECKPOINT_STALE_FRAMES,
+                           HEALTH_ACTIONS})
 
 
 def carries(user_json: str, key: str) -> bool:

@@ -24,9 +24,11 @@ import argparse
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-ROLES = ("executor", "tmaster", "stmgr", "metricsmgr", "instance")
+ROLES = ("executor", "tmaster", "stmgr", "metricsmgr", "instance", "health")
 EXECUTOR_MODULE = "squall.runtime.executor"
 PROCESS_MODULE = "squall.runtime.process"
+# Roles that run a module of their own, outside runtime/ (which may not import their layer).
+ROLE_MODULES = {"executor": EXECUTOR_MODULE, "health": "squall.health.manager"}
 
 
 class _Refused(Exception):
@@ -51,7 +53,7 @@ class ProcessArgs:
 
     @property
     def module(self) -> str:
-        return EXECUTOR_MODULE if self.role == "executor" else PROCESS_MODULE
+        return ROLE_MODULES.get(self.role, PROCESS_MODULE)
 
     def argv(self) -> list[str]:
         """The flags that recreate these arguments."""
@@ -82,7 +84,7 @@ class ProcessArgs:
         """The arguments of a process's whole command line (psutil's ``cmdline()``), None when it is not a
         runtime process of Squall's."""
         module = _module(cmdline)
-        if module not in (EXECUTOR_MODULE, PROCESS_MODULE):
+        if module not in (PROCESS_MODULE, *ROLE_MODULES.values()):
             return None
         try:
             return cls._parse(_QuietParser(add_help=False), list(cmdline)[list(cmdline).index(module) + 1:])

@@ -136,6 +136,8 @@ struct ExecutionState {
   8: required string cluster,
   // Python interpreter the executors run processes with.
   9: required string python,
+  // topology.max.spout.pending set while running (the health manager's pending tuner); unset: the config's
+  10: optional i32 max_spout_pending,
 }
 
 // tmasters/<topology> (ephemeral): where the topology master listens.
@@ -216,6 +218,8 @@ struct PhysicalPlan {
   4: required TMasterLocation tmaster,
   5: required list<StMgrLocation> stmgrs,
   6: required list<InstanceLocation> instances,
+  // the execution state's max_spout_pending: every reliable spout task caps its trees at it (unset: its config's)
+  7: optional i32 max_spout_pending,
 }
 
 // ------------------------------------------------------ runtime control plane

@@ -2,8 +2,8 @@
 
 Layout (DESIGN.md §4): ``<root>/<kind>/<topology>`` for the kinds below, and
 ``<root>/containers/<topology>/<container>`` for the one record per live
-executor. Records are Thrift structs of the project's IDL; ``tmasters``,
-``locks`` and ``containers`` records are ephemeral: they vanish when the
+executor. Records are Thrift structs of the project's IDL (``locks``, ``health`` and ``healthmgrs``:
+bytes); ``tmasters``, ``locks``, ``healthmgrs`` and ``containers`` records are ephemeral: they vanish when the
 process that created them dies. ``<root>/elections/<topology>`` holds the
 topology master's leader election (a recipe of the state manager).
 """
@@ -41,6 +41,8 @@ class Kind(enum.Enum):
     LOCK = "locks"
     CONTAINER = "containers"
     CHECKPOINTS = "checkpoints"
+    HEALTH = "health"  # health/<topology>/{control,manager}: its mode and decisions (JSON; health/store.py)
+    HEALTH_MANAGER = "healthmgrs"  # the health manager that acts now (one per topology)
 
     @property
     def struct(self) -> Optional[type]:
@@ -50,12 +52,12 @@ class Kind(enum.Enum):
     @property
     def ephemeral(self) -> bool:
         """Gone with the process that created it: a dead owner leaves no stale record."""
-        return self in (Kind.TMASTER, Kind.LOCK, Kind.CONTAINER)
+        return self in (Kind.TMASTER, Kind.LOCK, Kind.CONTAINER, Kind.HEALTH_MANAGER)
 
     @property
     def grouped(self) -> bool:
         """Records are ``<topology>/<member>``, several per topology."""
-        return self is Kind.CONTAINER
+        return self in (Kind.CONTAINER, Kind.HEALTH)
 
 
 ELECTIONS = "elections"

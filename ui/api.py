@@ -14,6 +14,7 @@ from typing import Any, Optional
 from fastapi import APIRouter, Body, Request
 from fastapi.responses import JSONResponse
 
+from squall.health import view as health
 from squall.scheduler import actions, changes, from_report, manager
 from squall.ui import capacity, cluster, views
 from squall.ui.context import UiContext
@@ -76,6 +77,32 @@ def router(ctx: UiContext) -> APIRouter:
     def logs(name: str, container: int, process: str, offset: Optional[int] = None,
              length: Optional[int] = None) -> Any:
         return views.log_window(ctx.state, name, container, process, offset, length)
+
+    @api.get("/topologies/{name}/health", summary="The health manager: mode, symptoms, pending recommendation, "
+                                                  "decisions with their evidence (squall health --json)")
+    def health_get(name: str) -> Any:
+        return health.health_view(ctx.state, name)
+
+    @api.post("/topologies/{name}/health/{change}", summary='mode ({"mode": "auto"}) or apply '
+                                                            '({"decision": ID}, optional) (token)')
+    def health_post(name: str, change: str, request: Request, body: Optional[dict] = Body(default=None)) -> Any:
+        check_token(ctx, request)
+        body = body or {}
+        if change == "mode":
+            mode = body.get("mode")
+            if not isinstance(mode, str):
+                raise BadRequest(f'mode: give {{"mode": "off" | "recommend" | "auto"}}, got {mode!r}')
+            control = health.set_mode(ctx.state, name, mode)
+            return {"topology": name, "mode": control.mode,
+                    "message": f"health manager mode {control.mode} (from its next round)"}
+        if change == "apply":
+            decision_id = body.get("decision")
+            if decision_id is not None and not isinstance(decision_id, str):
+                raise BadRequest(f"apply: decision {decision_id!r} is not a decision id")
+            decision = health.request_apply(ctx.state, name, decision_id)
+            return {"topology": name, "decision": decision.id,
+                    "message": f"{decision.id} will be applied at the next round: {decision.summary}"}
+        return JSONResponse({"error": f"unknown health change {change!r} (mode, apply)"}, 404)
 
     @api.post("/topology/{name}/{action}", summary="activate, deactivate, restart, update or kill (token)")
     def act(name: str, action: str, request: Request, body: Optional[dict] = Body(default=None)) -> Any:

@@ -16,7 +16,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from squall.ui import capacity, cluster, svg, views
+from squall.health.model import MODES
+from squall.ui import capacity, cluster, health, svg, views
 from squall.ui.context import UiContext
 from squall.ui.metrics import WINDOWS, parse_window
 
@@ -105,6 +106,17 @@ def router(ctx: UiContext) -> APIRouter:
     @pages.get("/topology/{name}/capacity", response_class=HTMLResponse)
     def capacity_page(request: Request, name: str) -> Any:
         return render(request, "capacity.html", c=capacity.capacity(ctx.state, name, ctx.config, ctx.reports_dir))
+
+    @pages.get("/topology/{name}/health", response_class=HTMLResponse)
+    def health_page(request: Request, name: str, window: Optional[str] = None) -> Any:
+        h = health.health_page(ctx.state, ctx.metrics, name, parse_window(window or "10m"))
+        return render(request, "health.html", h=h, modes=MODES,
+                      symptom_columns=["kind", "parallelism", "execute_rate", "busy_max", "queue_depth_max",
+                                       "backpressure_ms", "complete_latency_p99_ms", "source_lag"],
+                      rate_chart=svg.line_chart(h["rates"], "tuples per second (spouts emitted, bolts executed)",
+                                                "tuples/s", h["start"], h["end"], marks=h["marks"]),
+                      parallelism_chart=svg.line_chart(h["parallelism"], "parallelism", "tasks", h["start"],
+                                                       h["end"], marks=h["marks"]))
 
     @pages.get("/topology/{name}/logs", response_class=HTMLResponse)
     def logs(request: Request, name: str, container: Optional[int] = None, process: Optional[str] = None,

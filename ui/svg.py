@@ -7,7 +7,7 @@ metric the operator chose.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Optional, Sequence
 
 from markupsafe import Markup, escape
 
@@ -46,8 +46,9 @@ def _number(v: float) -> str:
 
 
 def line_chart(series: dict, title: str, unit: str, start: float, end: float, width: int = 560,
-               height: int = 210) -> Markup:
-    """``series``: name -> [(time, value or None)]; x from ``start`` to ``end`` (epoch seconds)."""
+               height: int = 210, marks: Sequence[tuple[float, str]] = ()) -> Markup:
+    """``series``: name -> [(time, value or None)]; x from ``start`` to ``end`` (epoch seconds); ``marks``:
+    (time, label) drawn as vertical lines (the label is their tooltip)."""
     left, right, top, bottom = 52, 10, 24, 42
     w, h = width - left - right, height - top - bottom
     values = [v for points in series.values() for _, v in points if v is not None]
@@ -68,6 +69,10 @@ def line_chart(series: dict, title: str, unit: str, start: float, end: float, wi
     if not values:
         out.append(f'<text x="{left + w / 2}" y="{top + h / 2}" class="empty" text-anchor="middle">'
                    'no figures in this window yet</text>')
+    for t, label in marks:
+        x = left + w * (t - start) / span
+        out.append(f'<line class="mark" x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{top + h}">'
+                   f'<title>{escape(label)}</title></line>')
     for i, (name, points) in enumerate(sorted(series.items())):
         xy = [(left + w * (t - start) / span, top + h - h * v / ymax) for t, v in points if v is not None]
         if not xy:

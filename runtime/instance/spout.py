@@ -13,6 +13,7 @@ from typing import Iterable, Optional, Sequence
 import msgpack
 
 from squall.component import Tuple
+from squall.idl import schema
 from squall.metrics_schema import PENDING, TIMEOUT_COUNT
 from squall.runtime.acking import AckTracker, Span, new_value, roots_of
 from squall.runtime.instance.state import InstanceState
@@ -29,6 +30,11 @@ class SpoutInstance(InstanceState):
         self.max_pending = self.config["topology.max.spout.pending"] if self.reliable else None
         self.throttled = False  # the stream manager asked this spout to stop emitting
         self.throttled_at = 0.0
+
+    def on_physical_plan(self, pplan: schema.PhysicalPlan) -> None:
+        super().on_physical_plan(pplan)
+        if self.reliable and pplan.max_spout_pending is not None:  # changed while running (squall health)
+            self.max_pending = pplan.max_spout_pending
 
     @property
     def may_emit(self) -> bool:

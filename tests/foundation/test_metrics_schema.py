@@ -9,7 +9,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 LAYERS = ("squall", "conf", "packing", "connectors", "state", "scheduler", "runtime", "yarn", "health", "ui",
           "testing", "reports")
 DAEMON_COMPONENTS = {metrics_schema.STMGR_COMPONENT, metrics_schema.METRICSMGR_COMPONENT,
-                     metrics_schema.TMASTER_COMPONENT}
+                     metrics_schema.TMASTER_COMPONENT, metrics_schema.HEALTH_COMPONENT}
 
 
 def bare_spellings(root: str) -> list:

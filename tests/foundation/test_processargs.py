@@ -14,12 +14,17 @@ from squall.supervision import stop_processes
     ProcessArgs("wc", 3, "/run/state.json"),
     ProcessArgs("wc", 1, "/run/state.json", role="instance", task=7, launch="/run/launch.json"),
     ProcessArgs("wc", -1, "$PWD/state.json", log_dir="/logs", service="containers-1024mb-1vc"),
+    ProcessArgs("wc", 0, "/run/state.json", role="health", launch="/run/launch.json"),
 ])
 def test_the_command_parses_back_to_the_same_arguments(args):
     command = args.command("/usr/bin/python3")
     assert command[:3] == ["/usr/bin/python3", "-m", args.module]
     assert ProcessArgs.parse(command[3:], "test") == args
     assert ProcessArgs.from_cmdline(command) == args
+
+
+def test_the_health_manager_runs_its_own_module():
+    assert ProcessArgs("wc", 0, "/r/state.json", role="health").module == "squall.health.manager"
 
 
 def test_the_executor_command_is_the_runtime_contract():

@@ -115,8 +115,8 @@ def test_an_unknown_key_in_squalls_namespace_is_refused_in_every_layer(tmp_path)
                                           r"'squall\.state\.manager'\?$"):
         base_config(str(cluster_file))
     plan = build(with_spout).plan
-    with pytest.raises(ConfigError, match=r"^--config-property: unknown config key 'squall\.health\.mode'"):
-        with_overrides(plan, parse_properties(["squall.health.mode=auto"]))
+    with pytest.raises(ConfigError, match=r"^--config-property: unknown config key 'squall\.health\.autopilot'"):
+        with_overrides(plan, parse_properties(["squall.health.autopilot=on"]))
 
 
 def test_bad_field_names_in_grouping_constructor():

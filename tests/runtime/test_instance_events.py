@@ -4,8 +4,9 @@ import os
 import msgpack
 
 from squall import Bolt, Spout
-from squall.idl import schema
+from squall.idl import replace, schema
 from squall.loader import load_topology_file
+from squall.logical import with_overrides
 from squall.runtime.instance import make_instance
 from squall.runtime.protocol import DATA, CONTROL, FrameReader, control_frame, data_frame
 
@@ -192,3 +193,22 @@ def test_a_problem_a_component_reports_is_its_tasks_error_in_the_next_metrics_ro
     assert user["__error-count"] == 2
     assert [(e["where"], e["error"], e["traceback"]) for e in user["__errors"]] == [
         ("Kafka client", "brokers 127.0.0.1:1 do not answer", ""), (type(rec).__name__, "still nothing", "")]
+
+
+class ReliableCounter(Counter):
+    def next_tuple(self):
+        self.n += 1
+        self._collector.emit([self.n], "default", self.n, None, None)
+
+
+def test_max_spout_pending_set_while_running_comes_with_the_physical_plan_and_caps_the_trees():
+    reliable = with_overrides(TOPOLOGY, {"topology.reliability.mode": "ATLEAST_ONCE", "topology.max.spout.pending": 50})
+    spout = make_instance(reliable, "busy", 1, 1, None, component_obj=ReliableCounter())
+    spout.on_frame(plan_frame(1), 0.0)
+    assert spout.max_pending == 50
+    spout.on_frame(control_frame(physical_plan=replace(plan(1), max_spout_pending=3)), 0.0)
+    spout.timers.start(0.0)
+    spout.spout_burst(64)
+    assert (spout.max_pending, len(spout.tracker.trees)) == (3, 3)
+    spout.on_frame(plan_frame(1), 0.0)  # a plan without one (an older topology master): the last one holds
+    assert spout.max_pending == 3

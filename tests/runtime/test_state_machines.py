@@ -24,9 +24,9 @@ def test_executor_diff_touches_only_the_difference():
     start, stop = diff(before, after)
     assert [s.name for s in start] == ["instance-3-b"] and stop == ["instance-2-b"]
     assert diff(after, after) == ([], [])
-    assert set(wanted_processes(0, None)) == {"metricsmgr", "tmaster"}
+    assert set(wanted_processes(0, None)) == {"metricsmgr", "health", "tmaster"}
     assert wanted_processes(0, None)["tmaster"] == ProcessSpec("tmaster", "tmaster")
-    assert set(wanted_processes(0, None, tmasters=2)) == {"metricsmgr", "tmaster-0", "tmaster-1"}
+    assert set(wanted_processes(0, None, tmasters=2)) == {"metricsmgr", "health", "tmaster-0", "tmaster-1"}
 
 
 def reg(cid, tasks, pid=10):
@@ -55,6 +55,9 @@ def test_plan_builder_waits_for_everything_and_refuses_unknown_containers():
         (1, 1, 11, 0), (2, 2, 12, 0), (3, 2, 13, 1)]
     b.status = schema.TopologyStatus.PAUSED
     assert b.build().status == schema.TopologyStatus.PAUSED
+    assert b.build().max_spout_pending is None
+    b.max_spout_pending = 200  # set while running (squall health's pending tuner)
+    assert b.build().max_spout_pending == 200
 
 
 def test_metrics_rows_have_the_documented_columns_and_totals():

@@ -23,7 +23,7 @@ def location(pid):
 
 # DESIGN.md's layout, and checkpoints/ (docs/state.md: the complete checkpoints of a topology that checkpoints)
 LAYOUT = sorted(["topologies", "packingplans", "pplans", "executionstate", "tmasters", "schedulers", "locks",
-                 "containers", "elections", "checkpoints"])
+                 "containers", "elections", "checkpoints", "health", "healthmgrs"])
 
 
 def test_layout_follows_the_design(state, tmp_path):

@@ -18,9 +18,9 @@
     box.className = isError ? "message error" : "message ok";
   }
 
-  function post(topology, action, body) {
+  function post(topology, action, body, path) {
     show(action + "…", false);
-    return fetch(root + "api/v1/topology/" + encodeURIComponent(topology) + "/" + action, {
+    return fetch(root + (path || "api/v1/topology/" + encodeURIComponent(topology) + "/" + action), {
       method: "POST",
       headers: {"Content-Type": "application/json", "Authorization": "Bearer " + (tokenInput.value.trim())},
       body: JSON.stringify(body || {})
@@ -74,6 +74,24 @@
       });
     });
   }
+
+  function postHealth(button, change, body) {
+    var topology = button.closest("[data-topology]").getAttribute("data-topology");
+    var path = "api/v1/topologies/" + encodeURIComponent(topology) + "/health/" + change;
+    post(topology, change, body, path).then(function (data) {
+      if (data) { window.setTimeout(function () { window.location.reload(); }, 800); }
+    });
+  }
+  document.querySelectorAll("[data-health-mode]").forEach(function (button) {
+    button.addEventListener("click", function () {
+      postHealth(button, "mode", {mode: button.getAttribute("data-health-mode")});
+    });
+  });
+  document.querySelectorAll("[data-health-apply]").forEach(function (button) {
+    button.addEventListener("click", function () {
+      postHealth(button, "apply", {decision: button.getAttribute("data-health-apply")});
+    });
+  });
 
   document.querySelectorAll("[data-report]").forEach(function (button) {
     button.addEventListener("click", function () {

@@ -1,0 +1,89 @@
+"""``squall health`` on a running topology (real processes on the local cluster): recommend mode shows its
+decision and changes nothing; the mode switched while running; the history kept across a restart of the
+health manager's process; bad input refused in one line with exit status 2."""
+import json
+import os
+import signal
+import time
+
+from squall.cli import main
+from squall.processargs import ProcessArgs
+from squall.state import Kind
+from squall.testing import wait_until
+from squall.testing.processes import processes_under
+
+TOPOLOGIES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "topologies")
+
+
+def squall(capsys, *argv, expect=0):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert code == expect, f"squall {' '.join(argv)} exited {code}:\n{out}\n{err}"
+    return out, err
+
+
+def health(capsys, name):
+    return json.loads(squall(capsys, "health", name, "--json")[0])
+
+
+def parallelism(cluster, name, component):
+    plan = cluster.state.get(Kind.PACKING_PLAN, name)
+    return sum(1 for c in plan.containers for i in c.instances if i.id.component == component)
+
+
+def health_process(cluster):
+    return next(p for p in processes_under(cluster.home)
+                if (ProcessArgs.from_cmdline(p.cmdline()) or ProcessArgs("", 0, "")).role == "health")
+
+
+def test_an_unknown_topology_is_one_line_and_status_2(squall_cluster, capsys):
+    out, err = squall(capsys, "health", "nosuch", expect=2)
+    assert out == "" and err.strip().count("\n") == 0 and "no topology named 'nosuch' is running" in err
+
+
+def test_recommend_shows_the_decision_changes_nothing_and_auto_then_applies_it(squall_cluster, capsys, tmp_path):
+    """The load of ``paced`` (1,000 ids/s) is twice what its sink carries at parallelism 1."""
+    cluster = squall_cluster
+    out_dir = str(tmp_path / "out")
+    os.mkdir(out_dir)
+    squall(capsys, "submit", os.path.join(TOPOLOGIES, "health_paced.py"),
+           "--config-property", f"health.out.dir={out_dir}", "--config-property", "health.ids=100000",
+           "--config-property", "squall.health.interval.secs=1",
+           "--config-property", "squall.health.stabilization.secs=2")  # the pending tuner may act first
+
+    def scale_up(h):
+        return next((d for d in h["history"] if d["status"] == "recommended" and d["action"]["kind"] == "scale"
+                     and d["component"] == "sink"), None)
+
+    shown = wait_until(lambda: (lambda h: h if scale_up(h) else None)(health(capsys, "paced")), timeout=60,
+                       what="a recommendation to scale the sink up, in recommend mode")
+    recommended = scale_up(shown)
+    assert shown["mode"] == "recommend" and shown["pending"] is not None
+    assert recommended["action"]["parallelism"] > 1 and recommended["evidence"] and recommended["formula"]
+    assert parallelism(cluster, "paced", "sink") == 1  # recommend changes nothing
+
+    out, err = squall(capsys, "health", "paced", "--mode", "bogus", expect=2)
+    assert err.strip() == "squall: error: --mode 'bogus': expected one of off, recommend, auto"
+    assert health(capsys, "paced")["mode"] == "recommend"
+
+    text = squall(capsys, "health", "paced")[0]
+    assert "recommended: " in text and recommended["id"] in text
+
+    squall(capsys, "health", "paced", "--mode", "auto")
+    wait_until(lambda: parallelism(cluster, "paced", "sink") > 1, timeout=90, what="auto mode to scale the sink up")
+    applied = wait_until(lambda: [d for d in health(capsys, "paced")["history"]
+                                  if d["status"] in ("applied", "effective", "ineffective")], timeout=30,
+                         what="the applied decision in the history")
+    decided = {d["id"] for d in health(capsys, "paced")["history"]}
+
+    old = health_process(cluster)
+    os.kill(old.pid, signal.SIGKILL)
+    killed_at = time.time()
+    wait_until(lambda: health(capsys, "paced")["observed_at"] > killed_at, timeout=30,
+               what="a round of the restarted health manager")
+    assert health_process(cluster).pid != old.pid
+    after = health(capsys, "paced")
+    assert decided <= {d["id"] for d in after["history"]}, "the restarted health manager lost its history"
+    assert applied[0]["id"] in {d["id"] for d in after["history"] if d["status"] != "recommended"}
+    assert after["mode"] == "auto"
+    squall(capsys, "kill", "paced")
