@@ -248,15 +248,17 @@ def fast_emit_many(inst: InstanceState, emit: EmitMethod) -> EmitManyMethod:
 
     def emit_many(component: object, values_list: list, stream: str = DEFAULT_STREAM,
                   anchors: Optional[Iterable[Tuple]] = None, tup_ids: Optional[Sequence[object]] = None) -> None:
+        if values_list.__class__ is not list:  # any iterable, as a loop of emits takes
+            values_list = list(values_list)
         route = fast.get(stream)
         if (route is None or not values_list or (tracked and (tup_ids is not None or anchors is not None))
-                or set(map(len, values_list)) != {route[0]}):
+                or set(map(len, values_list)) != {route[0]}):  # route[0]: the values an emit must have
             each(component, values_list, stream, anchors, tup_ids)
             return
         if tup_ids is not None and len(tup_ids) != len(values_list):
             raise ValueError(f"emit_many: {len(values_list)} values but {len(tup_ids)} tup_ids")
         emits[0] += len(values_list)
-        if route[5] is None:  # nothing subscribes to this stream
+        if route[5] is None:  # route[5]: the chooser; None: nothing subscribes to this stream
             return
         anchor = (inst.anchor_span or inst.anchor()) if auto_anchor else None
         for batch, vals in per_destination(route, batches, values_list):

@@ -180,7 +180,8 @@ def test_emit_many_sends_what_emit_one_at_a_time_sends(batch_size):
 def test_emit_many_of_a_shuffled_stream_spreads_evenly_and_checks_its_values():
     spout = Src()
     inst, sinks = instance(build(Grouping.SHUFFLE, par=3), spout)
-    spout.emit_many([["k", n] for n in range(300)])
+    spout.emit_many([["k", n] for n in range(150)])
+    spout.emit_many(["k", n] for n in range(150, 300))  # any iterable
     sent, _ = per_destination(inst)
     assert sorted(sent) == sorted(sinks) and [len(v) for v in sent.values()] == [100, 100, 100]
     assert sorted(v[1] for vs in sent.values() for _s, v in vs) == list(range(300))
