@@ -48,6 +48,7 @@ PROTOCOL_VERSION = 5
 HEADER = struct.Struct(">IB")  # length of (type + body), type
 DEST = struct.Struct(">I")
 DEST_COUNT = struct.Struct(">II")  # destination task, tuples in the batch
+DATA_FRAME_HEAD = struct.Struct(">IBII")  # HEADER then DEST_COUNT
 HEADER_SIZE = HEADER.size  # 5
 DATA_HEADER_SIZE = HEADER_SIZE + DEST_COUNT.size  # 13
 DEFAULT_MAX_FRAME = 64 * 1024 * 1024
@@ -72,7 +73,13 @@ def frame(ftype: int, body: bytes) -> bytes:
 
 def data_frame(dest_task: int, payload: bytes, count: int = 0, ftype: int = DATA) -> bytes:
     """A DATA (or ACK) frame for ``dest_task`` around an already packed msgpack batch of ``count`` tuples."""
-    return HEADER.pack(len(payload) + 9, ftype) + DEST_COUNT.pack(dest_task, count) + payload
+    return data_header(dest_task, len(payload), count, ftype) + payload
+
+
+def data_header(dest_task: int, size: int, count: int, ftype: int = DATA) -> bytes:
+    """The first ``DATA_HEADER_SIZE`` bytes of a ``data_frame`` whose payload is ``size`` bytes: an
+    output buffer takes the header, then the payload, with no frame built in between."""
+    return DATA_FRAME_HEAD.pack(size + 9, ftype, dest_task, count)
 
 
 def frame_count(frame_bytes: Buffer) -> int:

@@ -160,16 +160,19 @@ class StreamManager:
     # actions out -----------------------------------------------------------------------
     def _execute(self, actions: list) -> None:
         conns = self.conns
-        who = conn = None  # runs of frames for one peer look it up once
+        out: dict = {}  # connection -> the frames for it, in order: each leaves in one write (one syscall)
         for a in actions:
             if type(a) is Send:
-                if a.who is not who:
-                    who = a.who
-                    conn = conns.get(who)
+                conn = conns.get(a.who)
                 if conn is not None:
-                    conn.write(a.data)
+                    frames = out.get(conn)
+                    if frames is None:
+                        out[conn] = [a.data]
+                    else:
+                        frames.append(a.data)
                 continue
-            who = conn = None  # the action may change the connections
+            if out:  # what was sent before the action leaves before it (it may change the connections)
+                self._write(out)
             if type(a) is PauseReading:
                 spout = conns.get(a.who)
                 if spout is not None and not self.lifecycle.stopping:  # flush_before_exit keeps reading paused
@@ -189,6 +192,14 @@ class StreamManager:
                 self.loop.call_later(a.delay, self._handle, a.event)
             else:
                 raise TypeError(f"unknown stream manager action {a!r}")
+        if out:
+            self._write(out)
+
+    @staticmethod
+    def _write(out: dict) -> None:
+        for conn, frames in out.items():
+            conn.write(frames[0] if len(frames) == 1 else b"".join(frames))
+        out.clear()
 
     def _close(self, who: Peer, reason: Optional[str]) -> None:
         """Close ``who``'s connection without reporting it back, and stop connecting it."""

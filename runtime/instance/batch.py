@@ -85,6 +85,19 @@ class Batch:
             self.anchor = anchor
         self.vals.append(values)
 
+    def fill(self, stream: str, values_list: list) -> list:
+        """As many of ``values_list`` as the batch has room for, in one run of ``stream`` (their span
+        is the open one, at least once: ``join`` the first); returns the rest (the batch is then
+        ``full``: send it and fill again)."""
+        if stream != self.stream:
+            self.open_run(stream, False)
+        room = self.limit - len(self.vals)
+        if room >= len(values_list):
+            self.vals += values_list
+            return []
+        self.vals += values_list[:room]
+        return values_list[room:]
+
     @property
     def full(self) -> bool:
         return len(self.vals) >= self.limit

@@ -175,14 +175,13 @@ class _Loop:
         """Blocking send of everything emitted (bolts: the stream manager always reads them)."""
         inst = self.inst
         if inst.out:
-            data = bytes(inst.out)
-            inst.out.clear()
-            inst.out_head = 0
             t0 = time.perf_counter()
             try:
-                self.sock.sendall(data)
+                self.sock.sendall(inst.out)  # the buffer itself: no copy (a failure leaves it to on_disconnected)
             except OSError as e:
                 raise ProtocolError(f"send to the stream manager failed: {e}") from e
+            inst.out.clear()
+            inst.out_head = 0
             waited = time.perf_counter() - t0
             if waited > 0.001:
                 inst.backpressure_time += waited

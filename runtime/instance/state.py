@@ -26,7 +26,7 @@ from squall.runtime.instance.batch import Batch
 from squall.runtime.instance.combine import Combining, plan_combining
 from squall.runtime.instance.emit import FastEmit
 from squall.runtime.instance.tuples import Received
-from squall.runtime.protocol import (ACK, CONTROL, DATA, HEADER, MARKER, ProtocolError, data_frame,
+from squall.runtime.protocol import (ACK, CONTROL, DATA, HEADER, MARKER, ProtocolError, data_header,
                                      decode_control, frame_count)
 from squall.runtime.routing import RoutingError, StreamRoute, build_routes, str_key_cache
 from squall.runtime.user_errors import UserErrors
@@ -464,7 +464,9 @@ class InstanceState:
         span was in them sees that its ack can no longer ride (``Span.ride``)."""
         if self.combining is not None:
             self.combining.combine(batch)
-        self.out += data_frame(batch.dest, self.packb([self.task_id, batch.runs, self.epoch]), batch.count())
+        payload = self.packb([self.task_id, batch.runs, self.epoch])
+        self.out += data_header(batch.dest, len(payload), batch.count())
+        self.out += payload
         if self.reliable:
             for run in batch.runs:
                 run[2].clear()

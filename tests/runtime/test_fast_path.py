@@ -141,3 +141,51 @@ def test_the_runtime_class_keeps_the_component_s_name_and_type():
     spout = Src()
     instance(build(Grouping.GLOBAL), spout)
     assert isinstance(spout, Src) and type(spout).__name__ == "Src" and type(spout).__module__ == __name__
+
+
+def per_destination(inst):
+    """{dest: [(stream, values), ...]} of what ``inst`` sent, and the largest frame's tuple count."""
+    inst.flush_all()
+    out: dict = {}
+    largest = 0
+    for f in FrameReader().feed(bytes(inst.out)):
+        runs = msgpack.unpackb(f[DATA_HEADER_SIZE:])[1]
+        largest = max(largest, sum(len(vals) for _s, vals in runs))
+        out.setdefault(frame_dest(f), []).extend((stream, v) for stream, vals in runs for v in vals)
+    inst.out.clear()
+    return out, largest
+
+
+@pytest.mark.parametrize("batch_size", [3, 1000])
+def test_emit_many_sends_what_emit_one_at_a_time_sends(batch_size):
+    # keys of every type (a known str, a new one, ints, an unhashable list), two streams, batches
+    # filled and sent mid-list: each destination gets the same tuples in the same order
+    lists = [[[f"w{n % 7}", n] for n in range(50)], [[[1, 2], 50], [1, 51], [True, 52], ["w1", 53]],
+             [[f"new{n}", n] for n in range(54, 60)]]
+    one, many = Src(), Src()
+    inst_one, _ = instance(build(Grouping.fields("key")), one, batch_size)
+    inst_many, _ = instance(build(Grouping.fields("key")), many, batch_size)
+    for k, values_list in enumerate(lists):
+        stream = "side" if k == 1 else "default"
+        for values in values_list:
+            one.emit(values, stream=stream)
+        many.emit_many(values_list, stream=stream)
+    assert type(many).emit_many is not Spout.emit_many  # the bulk path, not a loop of emits
+    (sent_one, _), (sent_many, largest) = per_destination(inst_one), per_destination(inst_many)
+    assert sent_many == sent_one and len(sent_one) > 1
+    assert largest <= batch_size
+    assert inst_many.emit_count == inst_one.emit_count == 60
+
+
+def test_emit_many_of_a_shuffled_stream_spreads_evenly_and_checks_its_values():
+    spout = Src()
+    inst, sinks = instance(build(Grouping.SHUFFLE, par=3), spout)
+    spout.emit_many([["k", n] for n in range(150)])
+    spout.emit_many(["k", n] for n in range(150, 300))  # any iterable
+    sent, _ = per_destination(inst)
+    assert sorted(sent) == sorted(sinks) and [len(v) for v in sent.values()] == [100, 100, 100]
+    assert sorted(v[1] for vs in sent.values() for _s, v in vs) == list(range(300))
+    with pytest.raises(RoutingError, match="has fields"):
+        spout.emit_many([["k", 1], ["only the key"]])
+    with pytest.raises(ValueError, match="2 values but 1 tup_ids"):
+        spout.emit_many([["k", 1], ["k", 2]], tup_ids=[1])

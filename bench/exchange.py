@@ -1,0 +1,156 @@
+"""The keyed exchange: does scale-out pay? Plain Python, fused 1/1/1 and 1/2/2 side by side.
+
+    .venv/bin/python bench/exchange.py [--seconds 5] [--rounds 2] [--against REF]
+
+Each round runs, one after the other on this machine (every round has its own
+baseline: figures here drift from one minute to the next):
+
+- plain Python: ``Counter.update`` over the words of the same sentences, one
+  process (the baseline of issue 30's table);
+- the tuple API (``emit``/``process``): fused 1/1/1 (wc_bench_single.py, one
+  chain in one process) and 1/2/2 (wc_bench.py: one sentence, two split, two
+  count tasks; every word crosses processes to its count task by fields
+  grouping), both under the default ``squall.chaining: auto``;
+- the batch API (``emit_many``/``process_batch``): the same two shapes
+  (wc_bench_batch.py, wc_bench_batch_wide.py);
+- each of the four at most once and at least once (``topology.max.spout.pending``
+  unlimited).
+
+It prints words/s, CPU µs a word (every process of the topology), and the
+ratios issue 30 sets targets for (median over rounds, each round against its
+own runs): 1/2/2 / fused 1/1/1 per API, fused / plain Python, at least once /
+at most once.
+
+``--against REF`` runs every round twice, once on git revision REF's code
+(``bench/revision.py``) and once on this tree, alternately, and prints both
+and their ratio (this tree / REF).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from typing import Dict, List, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "topologies"))
+
+import wordcount_e2e  # noqa: E402
+
+TOPOLOGIES = os.path.join(HERE, "topologies")
+PLAIN = "plain Python Counter.update"
+AT_LEAST_ONCE = ("topology.reliability.mode=ATLEAST_ONCE", "topology.max.spout.pending=null")
+SHAPES = {
+    "tuple fused 1/1/1": "wc_bench_single.py",
+    "tuple 1/2/2": "wc_bench.py",
+    "batch fused 1/1/1": "wc_bench_batch.py",
+    "batch 1/2/2": "wc_bench_batch_wide.py",
+}
+RUNS: Dict[str, Tuple[str, ...]] = {}
+for _shape, _file in SHAPES.items():
+    RUNS[_shape] = (_file, "squall.chaining=auto")
+    RUNS[_shape + " ALO"] = (_file, "squall.chaining=auto", *AT_LEAST_ONCE)
+RATIOS = [  # (what, numerator, denominator, target)
+    ("batch 1/2/2 / batch fused", "batch 1/2/2", "batch fused 1/1/1", ">= 1.2"),
+    ("tuple 1/2/2 / tuple fused", "tuple 1/2/2", "tuple fused 1/1/1", ">= 1.3"),
+    ("batch fused / plain Python", "batch fused 1/1/1", PLAIN, "no lower than on main"),
+    ("tuple fused / plain Python", "tuple fused 1/1/1", PLAIN, "no lower than on main"),
+    *((f"{shape} at least once / at most once", shape + " ALO", shape, "no lower than on main") for shape in SHAPES),
+]
+
+
+def plain_python(seconds: float) -> float:
+    """Words/s of ``Counter.update`` over the split sentences of the topologies' spout."""
+    from wc_bench import sentence
+
+    sentences = [sentence(i) for i in range(1000)]
+    counts: Counter = Counter()
+    words = 0
+    start = time.perf_counter()
+    deadline = start + seconds
+    while time.perf_counter() < deadline:
+        for s in sentences:
+            split = s.split()
+            counts.update(split)
+            words += len(split)
+    return words / (time.perf_counter() - start)
+
+
+def one_round(seconds: float) -> Tuple[Dict[str, float], Dict[str, float]]:
+    """({run: words/s}, {run: CPU µs a word}) of one round, with this process's ``squall``."""
+    words = {PLAIN: plain_python(seconds)}
+    cpu: Dict[str, float] = {}
+    for name, (file, *props) in RUNS.items():
+        run = wordcount_e2e.run(seconds, 4.0, *props, topology=os.path.join(TOPOLOGIES, file))
+        words[name] = run["words_per_sec"]
+        cpu[name] = sum(run["cpu_us_per_word"].values())
+    return words, cpu
+
+
+def ratio_line(rounds: List[Tuple[dict, dict]], a: str, b: str) -> str:
+    rs = sorted(r[0][a] / r[0][b] for r in rounds)
+    return f"{statistics.median(rs):.2f}x (rounds {rs[0]:.2f}x-{rs[-1]:.2f}x)"
+
+
+def show(rounds: List[Tuple[dict, dict]], label: str) -> None:
+    print(f"\n{label}: words/s, median of {len(rounds)} rounds ({os.cpu_count()} cores), "
+          f"CPU µs a word (all processes)")
+    for name in [PLAIN, *RUNS]:
+        words = statistics.median(r[0][name] for r in rounds)
+        cpu = f"{statistics.median(r[1][name] for r in rounds):6.2f} µs" if name in RUNS else ""
+        print(f"  {name:<28} {words / 1e3:>8,.0f}k  {cpu}")
+    print("ratios (each round against its own runs), target:")
+    for what, a, b, target in RATIOS:
+        print(f"  {what:<44} {ratio_line(rounds, a, b):<32} {target}")
+
+
+def against(ref: str, rounds: int, seconds: float) -> None:
+    """Rounds on REF's code and on this tree's, alternately, each in its own process."""
+    import revision
+
+    runs: Dict[str, list] = {"ref": [], "this": []}
+    ref_env = revision.env_for(ref)
+    for r in range(rounds):
+        for which, env in (("ref", ref_env), ("this", None)):
+            done = subprocess.run([sys.executable, os.path.abspath(__file__), "--seconds", str(seconds), "--json"],
+                                  env=env, capture_output=True, text=True, check=True)
+            runs[which].append(json.loads(done.stdout.splitlines()[-1]))
+        print(f"round {r + 1} done", flush=True)
+    show(runs["ref"], ref)
+    show(runs["this"], "this tree")
+    print(f"\nthis tree / {ref}, words/s (medians):")
+    for name in RUNS:
+        old = statistics.median(r[0][name] for r in runs["ref"])
+        new = statistics.median(r[0][name] for r in runs["this"])
+        print(f"  {name:<28} {new / old:.2f}x")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seconds", type=float, default=5.0)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--against", metavar="REF", help="compare with git revision REF (e.g. 608d2f9)")
+    p.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # one round's figures (--against)
+    args = p.parse_args()
+    if args.json:
+        print(json.dumps(one_round(args.seconds)))
+        return
+    if args.against:
+        against(args.against, args.rounds, args.seconds)
+        return
+    rounds = []
+    for r in range(args.rounds):
+        rounds.append(one_round(args.seconds))
+        print(f"round {r + 1}: " + ", ".join(f"{name} {v / 1e3:,.0f}k" for name, v in rounds[-1][0].items()),
+              flush=True)
+    show(rounds, "this tree")
+
+
+if __name__ == "__main__":
+    main()
