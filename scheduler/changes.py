@@ -26,6 +26,8 @@ from squall.stateful import check_stateful_update
 
 # What an update may change: a key that only sizes instances, so it takes effect by repacking.
 RESOURCE_KEYS = ("squall.component.cpu", "squall.component.ram.mb", "squall.component.disk.mb")
+# squall.chaining: head or off splits a chain (the health manager's split_chain); an update never fuses (apply)
+UPDATABLE_KEYS = RESOURCE_KEYS + (CHAINING_KEY,)
 
 
 @dataclass(frozen=True)
@@ -85,9 +87,9 @@ class TopologyUpdate:
 
 
 def _check_key(key: str, value: object, where: str) -> None:
-    if key not in RESOURCE_KEYS:
-        raise SquallError(f"--config-property {where}: update changes parallelism and the resources of "
-                          f"instances ({', '.join(RESOURCE_KEYS)}); other keys take a resubmit")
+    if key not in UPDATABLE_KEYS:
+        raise SquallError(f"--config-property {where}: update changes parallelism, the resources of "
+                          f"instances ({', '.join(RESOURCE_KEYS)}) and {CHAINING_KEY}; other keys take a resubmit")
     try:
         registry()[key].check(value, f"--config-property {where}")
     except ConfigError as e:

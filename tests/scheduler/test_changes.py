@@ -1,12 +1,13 @@
 """``scheduler/changes.py``: what an update asks for, checked; the plan it gives; how it is shown. Pure."""
+import chain_pipeline
 import pytest
 from scheduler_plans import word_count
 
-from squall.chaining import CHAINING_KEY
+from squall.chaining import CHAINING_KEY, chains
 from squall.conf import base_config
 from squall.errors import SquallError
 from squall.logical import component_config, decode_config, with_overrides
-from squall.packing import pack
+from squall.packing import pack, with_component_config
 from squall.scheduler.changes import (
     TopologyUpdate,
     describe,
@@ -47,7 +48,7 @@ def test_parse_config_properties_splits_per_component_from_every_component():
     (TopologyUpdate(parallelism={"split": 0}), r"--component-parallelism split=0: must be a positive integer"),
     (TopologyUpdate(parallelism={"split": True}), r"must be a positive integer"),
     (TopologyUpdate(component_config={"split": {"topology.workers": 3}}),
-     r"--config-property split:topology.workers: update changes parallelism and the resources"),
+     r"--config-property split:topology.workers: update changes parallelism, the resources"),
     (TopologyUpdate(config={"squall.component.cpu": "lots"}),
      r"squall.component.cpu \(--config-property squall.component.cpu\): expected a number"),
 ])
@@ -83,6 +84,17 @@ def test_an_update_never_fuses_tasks_that_ran_apart():
     changed = TopologyUpdate(parallelism={"split": 1}).apply(word_count())
     split = next(c for c in changed.components if c.name == "split")
     assert decode_config(split.config)[CHAINING_KEY] == "head"
+
+
+def test_an_update_splits_a_chain_at_a_head():
+    """The health manager's split_chain: ``squall.chaining: head`` on a chained component, through update."""
+    light = {name: {"squall.component.cpu": 0.25} for name in ("read", "parse", "enrich")}
+    topology = with_component_config(chain_pipeline.topology.plan, light)
+    assert chains(topology) == [("read", "parse", "enrich")]
+    split = TopologyUpdate(component_config={"enrich": {CHAINING_KEY: "head"}}).apply(topology)
+    assert chains(split) == [("read", "parse")]
+    with pytest.raises(SquallError, match=r"squall.chaining \(--config-property enrich:squall.chaining\)"):
+        TopologyUpdate(component_config={"enrich": {CHAINING_KEY: "sometimes"}}).check(topology)
 
 
 def test_plan_update_repacks_moving_as_little_as_possible():
