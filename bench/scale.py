@@ -39,28 +39,12 @@ UI_PATHS = {"list page": "/", "topology page": "/topology/{name}", "packing page
             "packing API": "/api/v1/topology/{name}/packing"}
 
 
-def scale_topology(name: str, containers: int) -> object:
-    """spout (10 per container) -> count (10 per container, fields grouping), round-robin over
-    ``containers``: 20 instances a container. The Thrift Topology."""
-    from squall import Grouping, TopologyBuilder
-    from squall.streamlet_ops import StreamletSpout
-    from squall.testing.words import Split
-
-    builder = TopologyBuilder(name)
-    spout = builder.add_spout("spout", StreamletSpout, par=10 * containers)
-    builder.add_bolt("count", Split, par=10 * containers, inputs={spout: Grouping.fields("value")})
-    builder.set_config({"squall.packing.algorithm": "roundrobin", "topology.workers": containers,
-                        "squall.chaining": "off", "squall.component.cpu": 0.1, "squall.component.ram.mb": 64,
-                        "squall.component.disk.mb": 16})
-    return builder.build().plan
-
-
 # builder ----------------------------------------------------------------------------------------------
 def builder_figures(containers: int) -> Dict[str, float]:
     from squall.idl import schema
     from squall.packing.pack import pack
     from squall.runtime.tmaster import PlanBuilder
-    from squall.testing.control_plane import SimulatedContainer, instance_locations
+    from squall.testing.control_plane import SimulatedContainer, instance_locations, scale_topology
 
     topology = scale_topology(f"scale-{containers}", containers)
     packing = pack(topology)
@@ -84,7 +68,7 @@ def control_figures(containers: int, zk_hosts: str) -> Dict[str, float]:
     from squall.scheduler.changes import TopologyUpdate
     from squall.state import Kind, StateAddress
     from squall.testing import wait_until
-    from squall.testing.control_plane import ControlPlaneFleet, tmaster_command, write_run
+    from squall.testing.control_plane import ControlPlaneFleet, scale_topology, tmaster_command, write_run
 
     figures: Dict[str, float] = {}
     name = f"scale-{containers}"

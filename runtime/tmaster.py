@@ -56,48 +56,69 @@ class ClientPeer:
 
 
 class PlanBuilder:
-    """Registrations + packing plan + status -> physical plan (or None while incomplete)."""
+    """Registrations + packing plan + status -> physical plan (or None while incomplete).
+
+    Which containers are still incomplete is kept as registrations arrive (each costs the size of its
+    container), so a topology master that asks for the plan after every registration does not go
+    over every task each time: registering N containers costs O(tasks), not O(N x tasks).
+    """
 
     def __init__(self, topology_name: str, tmaster: schema.TMasterLocation, packing: schema.PackingPlan,
                  status: int):
         self.topology_name = topology_name
         self.tmaster = tmaster
-        self.packing = packing
         self.status = status
         self.registrations: dict = {}  # container -> RegisterStMgr
+        self.set_packing(packing)
+
+    def set_packing(self, packing: schema.PackingPlan) -> None:
+        """A new packing plan: registrations of containers it no longer has are dropped."""
+        self.packing = packing
+        self._wanted = {c.id: frozenset(i.id.task_id for i in c.instances) for c in packing.containers}
+        for cid in [c for c in self.registrations if c not in self._wanted]:
+            del self.registrations[cid]
+        self._incomplete = {cid for cid in self._wanted if not self._complete(cid)}
 
     def known_containers(self) -> set:
-        return {c.id for c in self.packing.containers}
+        return set(self._wanted)
+
+    def _complete(self, cid: int) -> bool:
+        """Extra tasks are ones the executor stops once this plan is out (scale down, moves)."""
+        reg = self.registrations.get(cid)
+        return reg is not None and self._wanted[cid] <= {i.id.task_id for i in reg.instances}
 
     def register(self, reg: schema.RegisterStMgr) -> Optional[str]:
         """Record a registration; an error text when it is refused."""
         cid = reg.stmgr.container
-        if cid not in self.known_containers():
-            return (f"container {cid} is not in packing plan {self.packing.id} "
-                    f"(containers: {sorted(self.known_containers())})")
+        if cid not in self._wanted:
+            shown = sorted(self._wanted)
+            listed = ", ".join(map(str, shown[:10])) + (f", ... ({len(shown)} in all)" if len(shown) > 10 else "")
+            return f"container {cid} is not in packing plan {self.packing.id} (containers: {listed})"
         self.registrations[cid] = reg
+        (self._incomplete.discard if self._complete(cid) else self._incomplete.add)(cid)
         return None
 
     def unregister(self, container: int) -> None:
-        self.registrations.pop(container, None)
+        if self.registrations.pop(container, None) is not None and container in self._wanted:
+            self._incomplete.add(container)
 
     def missing(self) -> dict:
         """container -> what is still missing ("stmgr" or sorted missing task ids)."""
-        out: dict = {}
-        for c in self.packing.containers:
-            reg = self.registrations.get(c.id)
-            if reg is None:
-                out[c.id] = "stmgr"
-                continue
-            want = {i.id.task_id for i in c.instances}
-            have = {i.id.task_id for i in reg.instances}
-            # extra tasks are ones the executor stops once this plan is out (scale down, moves)
-            if not want <= have:
-                out[c.id] = sorted(want - have)
-        return out
+        return {cid: self.missing_of(cid) for cid in sorted(self._incomplete)}
+
+    def waiting(self, shown: int = 5) -> str:
+        """What the plan waits for, in a line of bounded length (a log line per registration)."""
+        missing = {cid: self.missing_of(cid) for cid in sorted(self._incomplete)[:shown]}
+        more = len(self._incomplete) - len(missing)
+        return f"{len(self._incomplete)} containers: {missing}" + (f" and {more} more" if more > 0 else "")
+
+    def missing_of(self, cid: int) -> object:
+        """"stmgr", or the sorted task ids container ``cid`` has not registered."""
+        reg = self.registrations.get(cid)
+        return "stmgr" if reg is None else sorted(self._wanted[cid] - {i.id.task_id for i in reg.instances})
 
     def build(self) -> Optional[schema.PhysicalPlan]:
-        if self.missing():
+        if self._incomplete:
             return None
         stmgrs, instances = [], []
         for c in sorted(self.packing.containers, key=lambda c: c.id):
@@ -236,7 +257,7 @@ class TMaster:
         self.unpublished = False
         pplan = self.builder.build()
         if pplan is None:
-            log.info("waiting for %s", self.builder.missing())
+            log.info("waiting for %s", self.builder.waiting())
             return
         if pplan == self.published and not force:
             return
@@ -298,10 +319,7 @@ class TMaster:
         if self.builder is None or packing is None or packing == self.builder.packing:
             return
         log.info("packing plan changed to %s", packing.id)
-        self.builder.packing = packing
-        for cid in list(self.builder.registrations):
-            if cid not in self.builder.known_containers():
-                self.builder.unregister(cid)
+        self.builder.set_packing(packing)
         self.publish()
 
     def on_execution(self, execution: Optional[schema.ExecutionState]) -> None:

@@ -38,6 +38,22 @@ REDIAL_SECS = RETRY_SECS  # a lost connection is dialled again after this, as a 
 FAKE_PID = 1_000_000  # simulated processes' pids: FAKE_PID + task id (FAKE_PID - container for daemons)
 
 
+def scale_topology(name: str, containers: int) -> schema.Topology:
+    """spout (10 per container) -> count (10 per container, fields grouping), packed round-robin over
+    ``containers``: 20 instances a container, small enough for any container. The Thrift Topology."""
+    from squall import Grouping, TopologyBuilder
+    from squall.streamlet_ops import StreamletSpout
+    from squall.testing.words import Split
+
+    builder = TopologyBuilder(name)
+    spout = builder.add_spout("spout", StreamletSpout, par=10 * containers)
+    builder.add_bolt("count", Split, par=10 * containers, inputs={spout: Grouping.fields("value")})
+    builder.set_config({"squall.packing.algorithm": "roundrobin", "topology.workers": containers,
+                        "squall.chaining": "off", "squall.component.cpu": 0.1, "squall.component.ram.mb": 64,
+                        "squall.component.disk.mb": 16})
+    return builder.build().plan
+
+
 def write_run(state: StateManager, address: StateAddress, run_dir: str, topology: schema.Topology,
               packing: schema.PackingPlan) -> schema.ExecutionState:
     """The topology, packing plan and execution state records, as the launcher writes them, and the run
@@ -91,20 +107,19 @@ def instance_locations(container: schema.ContainerPlan) -> list:
 
 
 class _Link:
-    """The handler of one simulated daemon's connection to the topology master."""
+    """The handler of one simulated daemon's connection to the topology master at ``location``."""
 
-    def __init__(self, fleet: "ControlPlaneFleet", sim: SimulatedContainer, role: int):
-        self.fleet, self.sim, self.role = fleet, sim, role
+    def __init__(self, fleet: "ControlPlaneFleet", sim: SimulatedContainer, role: int,
+                 location: schema.TMasterLocation):
+        self.fleet, self.sim, self.role, self.location = fleet, sim, role, location
         self.handshaking = True
 
     def accept(self, conn: Connection, hello: schema.Hello) -> bool:  # client side: never asked
         return False
 
     def ready(self, conn: Connection) -> None:
-        self._handshake_done()
-        if self.role == schema.Role.STMGR:
-            self.sim.connections += 1
-            self.fleet.register(self.sim)
+        self.handshake_done()
+        self.fleet.on_ready(self, conn)
 
     def frames(self, conn: Connection, frames: list) -> None:
         if self.role == schema.Role.STMGR:
@@ -112,10 +127,11 @@ class _Link:
                 self.fleet.on_control(self.sim, f)
 
     def lost(self, conn: Connection) -> None:
-        self._handshake_done()
-        self.fleet.on_lost(self.sim, self.role, conn)
+        was_handshaking = self.handshaking
+        self.handshake_done()
+        self.fleet.on_lost(self, conn, was_handshaking)
 
-    def _handshake_done(self) -> None:
+    def handshake_done(self) -> None:
         if self.handshaking:
             self.handshaking = False
             self.fleet.handshakes.release()
@@ -145,7 +161,7 @@ class ControlPlaneFleet:
         self.handshakes = asyncio.Semaphore(HANDSHAKE_MAX_PENDING // 2)
         self._thread = threading.Thread(target=self.loop.run_forever, name="control-plane-fleet", daemon=True)
         self._cancels: list = []
-        self._ticker: Optional[asyncio.Future] = None
+        self._dialing: set = set()  # (container, role) of the connections being made
 
     # lifecycle ---------------------------------------------------------------------------------
     def start(self) -> "ControlPlaneFleet":
@@ -162,9 +178,10 @@ class ControlPlaneFleet:
         for cancel in self._cancels:
             cancel()
         if self._thread.is_alive():
-            self.call(self._close_all)
+            asyncio.run_coroutine_threadsafe(self._close_all(), self.loop).result(30)
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(10)
+            self.loop.close()
 
     def __enter__(self) -> "ControlPlaneFleet":
         return self.start()
@@ -179,15 +196,19 @@ class ControlPlaneFleet:
         return asyncio.run_coroutine_threadsafe(run(), self.loop).result(timeout)
 
     def _start_ticker(self) -> None:
-        self._ticker = self.loop.create_task(self._tick())
+        self.loop.create_task(self._tick())
 
-    def _close_all(self) -> None:
-        if self._ticker is not None:
-            self._ticker.cancel()
+    async def _close_all(self) -> None:
+        """Close every connection; end every task (a redial, the ticker)."""
         for sim in self.containers.values():
             for conn in (sim.stmgr, sim.metricsmgr):
                 if conn is not None:
                     conn.close()
+        self.tmaster = None  # nothing dials from now on
+        others = [t for t in asyncio.all_tasks(self.loop) if t is not asyncio.current_task()]
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
 
     # the state manager's records -----------------------------------------------------------------
     def on_packing(self, packing: Optional[schema.PackingPlan]) -> None:
@@ -221,7 +242,7 @@ class ControlPlaneFleet:
                 if conn is not None:
                     conn.close()
             sim.stmgr = sim.metricsmgr = None
-            self._dial_both(sim)
+            self._dial_both(sim)  # one still dialling the old leader dials this one once it is through
 
     # connections ---------------------------------------------------------------------------------
     def _stagger(self, sim: SimulatedContainer) -> None:
@@ -240,35 +261,57 @@ class ControlPlaneFleet:
     async def _dial(self, sim: SimulatedContainer, role: int, location: schema.TMasterLocation,
                     delay: float) -> None:
         await asyncio.sleep(delay)
-        if location != self.tmaster or self.containers.get(sim.container) is not sim or self._slot(sim, role):
-            return  # another leader by now, the container is gone, or it is connected
+        key = (sim.container, role)
+        if location != self.tmaster or not self._current(sim) or self._slot(sim, role) or key in self._dialing:
+            return  # another leader by now, the container is gone, connected, or being connected
+        self._dialing.add(key)
         await self.handshakes.acquire()
-        link = _Link(self, sim, role)
+        link = _Link(self, sim, role, location)
         conn = Connection(link, self.name, self.secret, False, self.max_frame,
                           hello_args={"role": role, "container": sim.container},
                           name=f"container {sim.container} {schema.Role._VALUES_TO_NAMES[role]}")
-        if role == schema.Role.STMGR:
-            sim.stmgr = conn
-        else:
-            sim.metricsmgr = conn
         try:
             await self.loop.create_connection(lambda: conn, location.host, location.control_port)
         except OSError:  # the leader is gone (its record not yet): dial again, as a stream manager does
             link.lost(conn)
 
+    def _current(self, sim: SimulatedContainer) -> bool:
+        return self.containers.get(sim.container) is sim
+
     @staticmethod
     def _slot(sim: SimulatedContainer, role: int) -> Optional[Connection]:
         return sim.stmgr if role == schema.Role.STMGR else sim.metricsmgr
 
-    def on_lost(self, sim: SimulatedContainer, role: int, conn: Connection) -> None:
-        """A live connection lost (the leader stepped down or died) is dialled again after ``REDIAL_SECS``."""
-        if self._slot(sim, role) is not conn:
-            return  # one this container had already left
+    def _set_slot(self, sim: SimulatedContainer, role: int, conn: Optional[Connection]) -> None:
         if role == schema.Role.STMGR:
-            sim.stmgr = None
+            sim.stmgr = conn
         else:
-            sim.metricsmgr = None
-        if self.tmaster is not None and self.containers.get(sim.container) is sim:
+            sim.metricsmgr = conn
+
+    def on_ready(self, link: _Link, conn: Connection) -> None:
+        sim, role = link.sim, link.role
+        self._dialing.discard((sim.container, role))
+        if link.location != self.tmaster or not self._current(sim):  # a leader left while this dialled
+            conn.close()
+            if self.tmaster is not None and self._current(sim):
+                self.loop.create_task(self._dial(sim, role, self.tmaster, 0.0))
+            return
+        self._set_slot(sim, role, conn)
+        if role == schema.Role.STMGR:
+            sim.connections += 1
+            self.register(sim)
+
+    def on_lost(self, link: _Link, conn: Connection, handshaking: bool) -> None:
+        """A connection lost (refused, or the leader stepped down or died) is dialled again after
+        ``REDIAL_SECS`` (a stream manager does so on the record's location until the record changes)."""
+        sim, role = link.sim, link.role
+        if handshaking:
+            self._dialing.discard((sim.container, role))
+        elif self._slot(sim, role) is conn:
+            self._set_slot(sim, role, None)
+        else:
+            return  # one this container had already left
+        if self.tmaster is not None and self._current(sim):
             self.loop.create_task(self._dial(sim, role, self.tmaster, REDIAL_SECS))
 
     def register(self, sim: SimulatedContainer) -> None:
