@@ -224,7 +224,7 @@ class TMaster:
                     self.metrics.add(row)
             elif isinstance(who, ClientPeer) and msg.metrics_query is not None:
                 q = msg.metrics_query
-                response = self.metrics.response(q.component, q.window_secs, bool(q.series))
+                response = self.metrics.response(q.component, q.window_secs, bool(q.series), task_ids=q.task_ids)
                 if self.checkpoints is not None:
                     response.checkpoints = self.checkpoints.stats()
                 conn.write(control_frame(metrics_response=response))
