@@ -38,9 +38,10 @@ REDIAL_SECS = RETRY_SECS  # a lost connection is dialled again after this, as a 
 FAKE_PID = 1_000_000  # simulated processes' pids: FAKE_PID + task id (FAKE_PID - container for daemons)
 
 
-def scale_topology(name: str, containers: int) -> schema.Topology:
+def scale_topology(name: str, containers: int, config: Optional[dict] = None) -> schema.Topology:
     """spout (10 per container) -> count (10 per container, fields grouping), packed round-robin over
-    ``containers``: 20 instances a container, small enough for any container. The Thrift Topology."""
+    ``containers``: 20 instances a container, small enough for any container; ``config`` adds to the
+    topology's config. The Thrift Topology."""
     from squall import Grouping, TopologyBuilder
     from squall.streamlet_ops import StreamletSpout
     from squall.testing.words import Split
@@ -50,7 +51,7 @@ def scale_topology(name: str, containers: int) -> schema.Topology:
     builder.add_bolt("count", Split, par=10 * containers, inputs={spout: Grouping.fields("value")})
     builder.set_config({"squall.packing.algorithm": "roundrobin", "topology.workers": containers,
                         "squall.chaining": "off", "squall.component.cpu": 0.1, "squall.component.ram.mb": 64,
-                        "squall.component.disk.mb": 16})
+                        "squall.component.disk.mb": 16, **(config or {})})
     return builder.build().plan
 
 
