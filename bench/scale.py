@@ -33,7 +33,7 @@ import time
 import uuid
 from typing import Dict, List, Optional
 
-SECTIONS = ("builder", "control")
+SECTIONS = ("builder", "ui-cpu", "control")
 UI_PATHS = {"list page": "/", "topology page": "/topology/{name}", "packing page": "/topology/{name}/packing",
             "list API": "/api/v1/topology/summary", "topology API": "/api/v1/topology/{name}",
             "packing API": "/api/v1/topology/{name}/packing"}
@@ -56,6 +56,50 @@ def builder_figures(containers: int) -> Dict[str, float]:
         builder.register(reg)
         builder.build()
     return {"PlanBuilder: register all + build after each, s": time.perf_counter() - started}
+
+
+# ui-cpu -----------------------------------------------------------------------------------------------
+def ui_cpu_figures(containers: int) -> Dict[str, float]:
+    """CPU seconds of the UI's data for each API answer (the view and its JSON), in this process, so a
+    loaded machine does not inflate them: a local state manager holding the topology's records, its
+    physical plan and every container's record; no topology master (the metrics part is the master's)."""
+    import json
+
+    from squall.idl import schema
+    from squall.packing.pack import pack
+    from squall.state import Kind, LocalStateManager, StateAddress
+    from squall.testing.control_plane import SimulatedContainer, instance_locations, scale_topology, write_run
+    from squall.ui import views
+    from squall.ui.metrics import MetricsCache
+
+    name = f"scale-{containers}"
+    folder = tempfile.mkdtemp(prefix=f"squall-scale-ui-{containers}-")
+    figures: Dict[str, float] = {}
+    with LocalStateManager(os.path.join(folder, "state")) as state:
+        topology = scale_topology(name, containers)
+        plan = pack(topology)
+        write_run(state, StateAddress("local", os.path.join(folder, "state")), os.path.join(folder, "run"),
+                  topology, plan)
+        regs = [SimulatedContainer(c.id, instance_locations(c)).registration() for c in plan.containers]
+        state.put(Kind.PHYSICAL_PLAN, name, schema.PhysicalPlan(
+            topology_name=name, packing_plan_id=plan.id, status=schema.TopologyStatus.RUNNING,
+            tmaster=schema.TMasterLocation(topology_name=name, host="h", control_port=1, pid=1, run_id="r"),
+            stmgrs=[r.stmgr for r in regs], instances=[i for r in regs for i in r.instances]))
+        write_container_records(state, name, plan)
+        metrics = MetricsCache(state)
+        answers = {"list API": lambda: {"topologies": views.topologies(state)},
+                   "topology API": lambda: views.topology(state, metrics, name, "10m"),
+                   "packing API": lambda: views.packing(state, metrics, name)}
+        for what, answer in answers.items():
+            times = []
+            for _ in range(3):  # the first read decodes the records; the others find them decoded
+                started = time.process_time()
+                size = len(json.dumps(answer(), default=str))
+                times.append(time.process_time() - started)
+            figures[f"{what}: first, cpu s"] = times[0]
+            figures[f"{what}: again, cpu s"] = statistics.median(times[1:])
+            figures[f"  {what} size, KB"] = size / 1024
+    return figures
 
 
 # control ----------------------------------------------------------------------------------------------
@@ -279,6 +323,8 @@ def main() -> int:
         p.error(f"--containers: expected comma-separated numbers, got {args.containers!r}")
     if "builder" in chosen:
         print_curves("PlanBuilder", sizes, {n: builder_figures(n) for n in sizes})
+    if "ui-cpu" in chosen:
+        print_curves("UI answers, cpu", sizes, {n: ui_cpu_figures(n) for n in sizes})
     if "control" in chosen:
         from squall.state.zkserver import ZooKeeperServer
 
