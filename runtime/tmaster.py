@@ -160,6 +160,7 @@ class TMaster:
         self.conns: set = set()  # every open connection, closed when leadership ends
         self.last_seen: dict = {}  # Connection -> monotonic time
         self.published: Optional[schema.PhysicalPlan] = None
+        self.published_frame = b""  # the CONTROL frame of ``published``
         self.lifecycle = Lifecycle("topology master")
         self.resigned = asyncio.Event()  # this term of leadership is over
         self.election: Optional[Election] = None
@@ -240,17 +241,22 @@ class TMaster:
             conn.close()
             return
         old = self.stmgrs.get(cid)
-        if old is not None and old is not conn:
+        new = old is not conn  # a connection that has had no plan yet
+        if old is not None and new:
             old.close()
         self.stmgrs[cid] = conn
         log.info("container %d registered with tasks %s", cid, [i.id.task_id for i in reg.instances])
         under_way = self.checkpoints.restoring() if self.checkpoints is not None else None
-        self.publish()
+        self.publish(registered=conn if new else None)
         if under_way is not None and self.checkpoints.restoring() == under_way:
             conn.write(control_frame(checkpoint=under_way))  # a restore it may have missed, after the plan
 
     # plan ------------------------------------------------------------------------------
-    def publish(self, force: bool = False) -> None:
+    def publish(self, force: bool = False, registered: Optional[Connection] = None) -> None:
+        """Send the plan to every stream manager when it changed; an unchanged plan to ``registered`` alone,
+        a new connection (a stream manager dropped while the plan was on its way, say for heartbeats its
+        leader was too busy to read, registers again with the same instances: it must not keep routing on
+        the plan before)."""
         if not self.election.holds():  # suspended: published once leadership is confirmed again
             self.unpublished = True
             return
@@ -260,8 +266,10 @@ class TMaster:
             log.info("waiting for %s", self.builder.waiting())
             return
         if pplan == self.published and not force:
+            if registered is not None:
+                registered.write(self.published_frame)
             return
-        frame = control_frame(physical_plan=pplan)
+        frame = self.published_frame = control_frame(physical_plan=pplan)
         for conn in self.stmgrs.values():
             conn.write(frame)
         self._writes.put_nowait((Kind.PHYSICAL_PLAN, pplan, ()))

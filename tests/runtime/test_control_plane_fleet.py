@@ -73,16 +73,23 @@ def test_ten_containers_get_the_plan_the_update_and_register_again_after_a_failo
         assert fleet.call(lambda: {c: (s.plans, s.registrations) for c, s in fleet.containers.items()}) == {
             c.id: ([first.id, second.id], 2 if c.id in changed else 1) for c in second.containers}
 
+        # a stream manager whose connection dropped registers again and gets the unchanged plan again
+        fleet.call(lambda: fleet.containers[1].stmgr.close())
+        wait_until(lambda: fleet.call(lambda: fleet.containers[1].plans) == [first.id, second.id, second.id], 60,
+                   "the plan again at the stream manager that connected again")
+        again = {1: 1}  # container -> extra connections and registrations
+
         # the leader stops; the standby leads; every container registers with it and gets its plan
         os.kill(leader.pid, signal.SIGTERM)
         standby = next(p.pid for p in tmasters if p.pid != leader.pid)
         wait_until(lambda: getattr(state.get(Kind.TMASTER, name), "pid", None) == standby, 60, "the standby to lead")
-        wait_until(lambda: fleet.call(lambda: all(s.plans == [first.id, second.id, second.id]
-                                                  for s in fleet.containers.values())), 60,
+        wait_until(lambda: fleet.call(lambda: all(s.plans == [first.id] + [second.id] * (2 + again.get(c, 0))
+                                                  for c, s in fleet.containers.items())), 60,
                    "every stream manager's plan from the new leader")
         assert fleet.call(lambda: {c: (s.connections, s.registrations, s.refusals)
                                    for c, s in fleet.containers.items()}) == {
-            c.id: (2, 3 if c.id in changed else 2, []) for c in second.containers}
+            c.id: (2 + again.get(c.id, 0), (3 if c.id in changed else 2) + again.get(c.id, 0), [])
+            for c in second.containers}
         new = fleet.call(lambda: fleet.decoded[fleet.plan_frames[second.id]].physical_plan)
         assert whole_plan(new, second) and new.tmaster.pid == standby
     finally:
