@@ -3,7 +3,7 @@ health manager) reports its metrics rows with."""
 from __future__ import annotations
 
 import logging
-from typing import Optional
+from typing import Optional, Sequence
 
 from squall.errors import SquallError
 from squall.idl import schema
@@ -41,7 +41,7 @@ def _summary(s: schema.MetricsSummary) -> dict:
 
 def query_metrics(state_manager: StateManager, topology_name: str, timeout: float = 5.0,
                   component: Optional[str] = None, window_secs: Optional[float] = None,
-                  series: bool = False) -> dict:
+                  series: bool = False, task_ids: Optional[Sequence[int]] = None) -> dict:
     """Metrics of a running topology from its topology master.
 
     Returns ``{"components": {name: {...}}, "tasks": {task_id: {"component": name, ...}}}``
@@ -53,7 +53,8 @@ def query_metrics(state_manager: StateManager, topology_name: str, timeout: floa
     reported them (``SOURCE_FIELDS``; only when there are some). With ``window_secs`` the counts, rates and
     figures are over the last that many seconds; with ``series``,
     ``"series": {component: [{ts, secs, emitted, ...}]}`` over the window (an
-    hour without one).
+    hour without one). With ``task_ids``, ``"tasks"`` holds only those tasks and the ones keeping errors
+    (a page of a 20,000-task topology asks for the rows it shows); components still sum every task.
     """
     from squall.state import Kind
 
@@ -70,7 +71,8 @@ def query_metrics(state_manager: StateManager, topology_name: str, timeout: floa
         raise TMasterUnreachable(f"topology master of {topology_name!r} at {where} is unreachable: {e}") from e
     try:
         conn.send(control_frame(metrics_query=schema.MetricsQuery(component=component, window_secs=window_secs,
-                                                                  series=series)))
+                                                                  series=series,
+                                                                  task_ids=None if task_ids is None else list(task_ids))))
         reply = decode_control(conn.recv_frame(timeout))
     except (ProtocolError, OSError) as e:
         raise TMasterUnreachable(f"topology master of {topology_name!r} at {where} did not answer: {e}") from e

@@ -29,7 +29,7 @@ from __future__ import annotations
 import collections
 import json
 import math
-from typing import Any, Iterable, Optional
+from typing import Any, Collection, Iterable, Optional
 
 from squall.idl import schema
 from squall.metrics_schema import ERROR_COUNT, ERRORS, SOURCE_PARTITIONS, carries
@@ -286,9 +286,11 @@ class MetricsStore:
         series.add(t.last)
 
     def response(self, component: Optional[str] = None, window_secs: Optional[float] = None,
-                 series: bool = False, now: Optional[float] = None) -> Any:
+                 series: bool = False, now: Optional[float] = None, task_ids: Optional[Collection[int]] = None) -> Any:
         """Per task and per component: since start (``window_secs`` None: totals, rates of the last bucket)
-        or over the last ``window_secs`` (up to ``COARSE_SECS``) before ``now`` (default: the newest row)."""
+        or over the last ``window_secs`` (up to ``COARSE_SECS``) before ``now`` (default: the newest row).
+        With ``task_ids`` only those tasks have rows of their own, and every task that keeps errors (what
+        a page shows of a 20,000-task topology); components still sum every task."""
         chosen = [self.tasks[tid] for tid in sorted(self.tasks)
                   if not component or self.tasks[tid].component == component]
         if now is None:
@@ -309,6 +311,9 @@ class MetricsStore:
             tasks.append(_summary(t.component, t.task_id, merged, pairs, rates_of, t.errors, t.error_count))
             by_component.setdefault(t.component, []).append((t, merged, pairs, tasks[-1]))
         components = [self._component(name, parts) for name, parts in sorted(by_component.items())]
+        if task_ids is not None:
+            shown = set(task_ids)
+            tasks = [t for t in tasks if t.task_id in shown or t.errors]
         out = schema.MetricsResponse(components=components, tasks=tasks)
         sources = [p for t in chosen for p in t.sources]
         if sources:

@@ -56,49 +56,70 @@ class ClientPeer:
 
 
 class PlanBuilder:
-    """Registrations + packing plan + status -> physical plan (or None while incomplete)."""
+    """Registrations + packing plan + status -> physical plan (or None while incomplete).
+
+    Which containers are still incomplete is kept as registrations arrive (each costs the size of its
+    container), so a topology master that asks for the plan after every registration does not go
+    over every task each time: registering N containers costs O(tasks), not O(N x tasks).
+    """
 
     def __init__(self, topology_name: str, tmaster: schema.TMasterLocation, packing: schema.PackingPlan,
                  status: int, max_spout_pending: Optional[int] = None):
         self.topology_name = topology_name
         self.tmaster = tmaster
-        self.packing = packing
         self.status = status
         self.max_spout_pending = max_spout_pending  # set while running; None: every spout's config
         self.registrations: dict = {}  # container -> RegisterStMgr
+        self.set_packing(packing)
+
+    def set_packing(self, packing: schema.PackingPlan) -> None:
+        """A new packing plan: registrations of containers it no longer has are dropped."""
+        self.packing = packing
+        self._wanted = {c.id: frozenset(i.id.task_id for i in c.instances) for c in packing.containers}
+        for cid in [c for c in self.registrations if c not in self._wanted]:
+            del self.registrations[cid]
+        self._incomplete = {cid for cid in self._wanted if not self._complete(cid)}
 
     def known_containers(self) -> set:
-        return {c.id for c in self.packing.containers}
+        return set(self._wanted)
+
+    def _complete(self, cid: int) -> bool:
+        """Extra tasks are ones the executor stops once this plan is out (scale down, moves)."""
+        reg = self.registrations.get(cid)
+        return reg is not None and self._wanted[cid] <= {i.id.task_id for i in reg.instances}
 
     def register(self, reg: schema.RegisterStMgr) -> Optional[str]:
         """Record a registration; an error text when it is refused."""
         cid = reg.stmgr.container
-        if cid not in self.known_containers():
-            return (f"container {cid} is not in packing plan {self.packing.id} "
-                    f"(containers: {sorted(self.known_containers())})")
+        if cid not in self._wanted:
+            shown = sorted(self._wanted)
+            listed = ", ".join(map(str, shown[:10])) + (f", ... ({len(shown)} in all)" if len(shown) > 10 else "")
+            return f"container {cid} is not in packing plan {self.packing.id} (containers: {listed})"
         self.registrations[cid] = reg
+        (self._incomplete.discard if self._complete(cid) else self._incomplete.add)(cid)
         return None
 
     def unregister(self, container: int) -> None:
-        self.registrations.pop(container, None)
+        if self.registrations.pop(container, None) is not None and container in self._wanted:
+            self._incomplete.add(container)
 
     def missing(self) -> dict:
         """container -> what is still missing ("stmgr" or sorted missing task ids)."""
-        out: dict = {}
-        for c in self.packing.containers:
-            reg = self.registrations.get(c.id)
-            if reg is None:
-                out[c.id] = "stmgr"
-                continue
-            want = {i.id.task_id for i in c.instances}
-            have = {i.id.task_id for i in reg.instances}
-            # extra tasks are ones the executor stops once this plan is out (scale down, moves)
-            if not want <= have:
-                out[c.id] = sorted(want - have)
-        return out
+        return {cid: self.missing_of(cid) for cid in sorted(self._incomplete)}
+
+    def waiting(self, shown: int = 5) -> str:
+        """What the plan waits for, in a line of bounded length (a log line per registration)."""
+        missing = {cid: self.missing_of(cid) for cid in sorted(self._incomplete)[:shown]}
+        more = len(self._incomplete) - len(missing)
+        return f"{len(self._incomplete)} containers: {missing}" + (f" and {more} more" if more > 0 else "")
+
+    def missing_of(self, cid: int) -> object:
+        """"stmgr", or the sorted task ids container ``cid`` has not registered."""
+        reg = self.registrations.get(cid)
+        return "stmgr" if reg is None else sorted(self._wanted[cid] - {i.id.task_id for i in reg.instances})
 
     def build(self) -> Optional[schema.PhysicalPlan]:
-        if self.missing():
+        if self._incomplete:
             return None
         stmgrs, instances = [], []
         for c in sorted(self.packing.containers, key=lambda c: c.id):
@@ -140,6 +161,7 @@ class TMaster:
         self.conns: set = set()  # every open connection, closed when leadership ends
         self.last_seen: dict = {}  # Connection -> monotonic time
         self.published: Optional[schema.PhysicalPlan] = None
+        self.published_frame = b""  # the CONTROL frame of ``published``
         self.lifecycle = Lifecycle("topology master")
         self.resigned = asyncio.Event()  # this term of leadership is over
         self.election: Optional[Election] = None
@@ -204,7 +226,7 @@ class TMaster:
                     self.metrics.add(row)
             elif isinstance(who, ClientPeer) and msg.metrics_query is not None:
                 q = msg.metrics_query
-                response = self.metrics.response(q.component, q.window_secs, bool(q.series))
+                response = self.metrics.response(q.component, q.window_secs, bool(q.series), task_ids=q.task_ids)
                 if self.checkpoints is not None:
                     response.checkpoints = self.checkpoints.stats()
                 conn.write(control_frame(metrics_response=response))
@@ -220,28 +242,35 @@ class TMaster:
             conn.close()
             return
         old = self.stmgrs.get(cid)
-        if old is not None and old is not conn:
+        new = old is not conn  # a connection that has had no plan yet
+        if old is not None and new:
             old.close()
         self.stmgrs[cid] = conn
         log.info("container %d registered with tasks %s", cid, [i.id.task_id for i in reg.instances])
         under_way = self.checkpoints.restoring() if self.checkpoints is not None else None
-        self.publish()
+        self.publish(registered=conn if new else None)
         if under_way is not None and self.checkpoints.restoring() == under_way:
             conn.write(control_frame(checkpoint=under_way))  # a restore it may have missed, after the plan
 
     # plan ------------------------------------------------------------------------------
-    def publish(self, force: bool = False) -> None:
+    def publish(self, force: bool = False, registered: Optional[Connection] = None) -> None:
+        """Send the plan to every stream manager when it changed; an unchanged plan to ``registered`` alone,
+        a new connection (a stream manager dropped while the plan was on its way, say for heartbeats its
+        leader was too busy to read, registers again with the same instances: it must not keep routing on
+        the plan before)."""
         if not self.election.holds():  # suspended: published once leadership is confirmed again
             self.unpublished = True
             return
         self.unpublished = False
         pplan = self.builder.build()
         if pplan is None:
-            log.info("waiting for %s", self.builder.missing())
+            log.info("waiting for %s", self.builder.waiting())
             return
         if pplan == self.published and not force:
+            if registered is not None:
+                registered.write(self.published_frame)
             return
-        frame = control_frame(physical_plan=pplan)
+        frame = self.published_frame = control_frame(physical_plan=pplan)
         for conn in self.stmgrs.values():
             conn.write(frame)
         self._writes.put_nowait((Kind.PHYSICAL_PLAN, pplan, ()))
@@ -299,10 +328,7 @@ class TMaster:
         if self.builder is None or packing is None or packing == self.builder.packing:
             return
         log.info("packing plan changed to %s", packing.id)
-        self.builder.packing = packing
-        for cid in list(self.builder.registrations):
-            if cid not in self.builder.known_containers():
-                self.builder.unregister(cid)
+        self.builder.set_packing(packing)
         self.publish()
 
     def on_execution(self, execution: Optional[schema.ExecutionState]) -> None:

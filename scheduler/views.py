@@ -8,7 +8,7 @@ so the CLI commands stay thin and the UI and the CLI agree.
 from __future__ import annotations
 
 import time
-from typing import Optional, TypedDict
+from typing import Collection, Optional, TypedDict
 
 from squall.chaining import chains
 from squall.commandline import format_table
@@ -17,7 +17,7 @@ from squall.logical import process_tasks
 from squall.packing import plan_to_json
 from squall.runtime.client import TMasterUnreachable, query_metrics
 from squall.scheduler import launcher, manager
-from squall.state import Kind, StateManager
+from squall.state import Kind, StateManager, member
 from squall.state.status import topology_health
 
 STATUS_NAMES = {schema.TopologyStatus.RUNNING: "RUNNING", schema.TopologyStatus.PAUSED: "PAUSED"}
@@ -109,8 +109,9 @@ def list_text(rows: list[TopologyRow]) -> str:
                         right={"containers", "instances", "uptime_secs"})
 
 
-def processes(state: StateManager, name: str) -> list[ProcessRow]:
-    """The topology's supervisor, each container's executor and every process it runs, as its record says."""
+def processes(state: StateManager, name: str, containers: Optional[Collection[int]] = None) -> list[ProcessRow]:
+    """The topology's supervisor, each container's executor and every process it runs, as its record says
+    (``containers``: only those containers', the supervisor with container 0's)."""
     plan = state.get(Kind.PACKING_PLAN, name)
     physical = state.get(Kind.PHYSICAL_PLAN, name)
     location = state.get(Kind.SCHEDULER, name)
@@ -118,10 +119,12 @@ def processes(state: StateManager, name: str) -> list[ProcessRow]:
     ports = {(s.container, "stmgr"): s.data_port for s in physical.stmgrs} if physical is not None else {}
     index = {i.id.task_id: i.id for c in plan.containers for i in c.instances}
     rows = []
-    if location is not None and location.supervisor_pid:
+    if location is not None and location.supervisor_pid and (containers is None or 0 in containers):
         rows.append(ProcessRow(container=None, process="supervisor", host=location.host, port=None,
                                pid=location.supervisor_pid, state="up", restarts=0))
-    for record in state.container_records(name):
+    records = state.container_records(name) if containers is None else [
+        r for r in (state.get(Kind.CONTAINER, member(name, c)) for c in sorted(containers)) if r is not None]
+    for record in records:
         executor = f"executor (YARN {record.yarn_container})" if record.yarn_container else "executor"
         rows.append(ProcessRow(container=record.container, process=executor, host=record.host, port=None,
                                pid=record.executor_pid, state="up", restarts=0))
@@ -141,8 +144,9 @@ def processes(state: StateManager, name: str) -> list[ProcessRow]:
     return rows
 
 
-def show_data(state: StateManager, name: str, errors: bool = True) -> TopologyView:
-    """``squall show``'s data; ``errors``: ask the topology master for the errors raised in user code."""
+def show_data(state: StateManager, name: str, errors: bool = True, every_process: bool = True) -> TopologyView:
+    """``squall show``'s data; ``errors``: ask the topology master for the errors raised in user code;
+    without ``every_process``, ``processes`` is empty (a page that shows no process of 20,000)."""
     execution = manager.running(state, name)
     health = topology_health(state, name, execution)
     physical = state.get(Kind.PHYSICAL_PLAN, name)
@@ -157,7 +161,7 @@ def show_data(state: StateManager, name: str, errors: bool = True) -> TopologyVi
         scheduler=launcher.make_scheduler(execution.cluster, state).details(execution),
         packing_plan=plan_to_json(name, state.get(Kind.PACKING_PLAN, name)),
         chains=[list(chain) for chain in chains(state.get(Kind.TOPOLOGY, name))],
-        processes=processes(state, name),
+        processes=processes(state, name) if every_process else [],
         errors=user_errors(state, name) if errors else None,
     )
 

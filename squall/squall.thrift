@@ -305,6 +305,8 @@ struct MetricsQuery {
   2: optional double window_secs,
   // also the per-component time series over the window (charts)
   3: optional bool series,
+  // only these tasks' rows and those of tasks keeping errors (unset: every task's); components sum every task
+  4: optional list<i32> task_ids,
 }
 
 // An exception raised in a task's user code (runtime/user_errors.py).

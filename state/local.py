@@ -32,6 +32,7 @@ from squall.state.base import (
     encode_record,
     member,
 )
+from squall.state.decoded import DecodedRecords
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,7 @@ class LocalStateManager(StateManager):
     def __init__(self, root: str, poll_interval: float = 0.2):
         self.root = os.path.abspath(os.path.expanduser(root))
         self.poll_interval = poll_interval
+        self._decoded = DecodedRecords()
         self._watches: list = []
         self._watch_lock = threading.Lock()
         self._stopping = threading.Event()
@@ -132,7 +134,7 @@ class LocalStateManager(StateManager):
             return None
         except OSError as e:
             raise StateError(f"cannot read state record {path}: {e.strerror}") from e
-        return decode_record(kind, path, data)
+        return self._decoded.decode(kind, data, lambda: decode_record(kind, path, data))
 
     def delete(self, kind: Kind, name: str) -> None:
         path = self._path(kind, name)

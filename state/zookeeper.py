@@ -36,6 +36,7 @@ from kazoo.recipe.lock import Lock
 from kazoo.retry import KazooRetry
 from kazoo.security import make_digest_acl
 
+from squall.idl import schema
 from squall.state.base import (
     ELECTIONS,
     AlreadyExists,
@@ -48,6 +49,7 @@ from squall.state.base import (
     decode_record,
     encode_record,
 )
+from squall.state.decoded import DecodedRecords
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +82,7 @@ class ZooKeeperStateManager(StateManager):
         self.session = Session.CONNECTED
         self._listeners: List[Callable[[Session], None]] = []
         self._started = False
+        self._decoded = DecodedRecords()
         self.client.add_listener(self._on_state)
 
     def _on_state(self, state: str) -> None:
@@ -182,7 +185,25 @@ class ZooKeeperStateManager(StateManager):
             data, _ = self._call("get", path)
         except NoNodeError:
             return None
-        return decode_record(kind, path, data)
+        return self._decoded.decode(kind, data, lambda: decode_record(kind, path, data))
+
+    def container_records(self, topology: str) -> list[schema.ContainerStatus]:
+        """As the base class's, with every record asked for at once (one round trip, not one per container)."""
+        folder = f"{self._dir(Kind.CONTAINER)}/{check_name(topology)}"
+        pending = [(f"{folder}/{m}", self.client.get_async(f"{folder}/{m}")) for m in self.members(Kind.CONTAINER,
+                                                                                                   topology)]
+        records = []
+        for path, answer in pending:
+            try:
+                data, _ = answer.get(timeout=self.connect_timeout)
+            except NoNodeError:  # gone between listing and reading
+                continue
+            except _KAZOO_ERRORS as e:  # connection trouble: the retried reads decide
+                log.info("reading the container records of %s at once failed (%r): one by one", topology, e)
+                return super().container_records(topology)
+            records.append(self._decoded.decode(Kind.CONTAINER, data,
+                                                lambda: decode_record(Kind.CONTAINER, path, data)))
+        return sorted(records, key=lambda r: r.container)
 
     def delete(self, kind: Kind, name: str) -> None:
         try:

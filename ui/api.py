@@ -61,9 +61,10 @@ def router(ctx: UiContext) -> APIRouter:
     def component(name: str, component: str, window: Optional[str] = None) -> Any:
         return views.component(ctx.state, ctx.metrics, name, component, parse_window(window))
 
-    @api.get("/topology/{name}/packing", summary="Packing plan, requested vs used resources, physical plan")
-    def packing(name: str) -> Any:
-        return views.packing(ctx.state, ctx.metrics, name)
+    @api.get("/topology/{name}/packing", summary="Packing plan, requested vs used resources, physical plan: "
+                                                  "?page= of 50 containers")
+    def packing(name: str, page: int = 1) -> Any:
+        return views.packing(ctx.state, ctx.metrics, name, page)
 
     @api.get("/topology/{name}/capacity", summary="The latest capacity report and the dry run of applying it")
     def capacity_report(name: str) -> Any:

@@ -45,9 +45,11 @@ class MetricsCache:
         self.lock = threading.Lock()
         self.entries: dict = {}  # key -> (monotonic time, answer)
 
-    def get(self, name: str, window: str, component: Optional[str] = None, series: bool = False) -> dict:
-        """``query_metrics`` of topology ``name`` over ``window``; TMasterUnreachable when it cannot answer."""
-        key = (name, window, component, series)
+    def get(self, name: str, window: str, component: Optional[str] = None, series: bool = False,
+            task_ids: Optional[tuple] = None) -> dict:
+        """``query_metrics`` of topology ``name`` over ``window`` (``task_ids``: only those tasks' rows, and
+        those keeping errors); TMasterUnreachable when it cannot answer."""
+        key = (name, window, component, series, task_ids)
         now = time.monotonic()
         with self.lock:
             hit = self.entries.get(key)
@@ -56,7 +58,7 @@ class MetricsCache:
             for k in [k for k, (t, _) in self.entries.items() if now - t >= self.ttl]:
                 del self.entries[k]
         answer = query_metrics(self.state, name, timeout=self.timeout, component=component,
-                               window_secs=WINDOWS[window], series=series)
+                               window_secs=WINDOWS[window], series=series, task_ids=task_ids)
         with self.lock:
             self.entries[key] = (time.monotonic(), answer)
         return answer
@@ -67,9 +69,10 @@ class MetricsCache:
             for k in [k for k in self.entries if k[0] == name]:
                 del self.entries[k]
 
-    def try_get(self, name: str, window: str, component: Optional[str] = None, series: bool = False) -> tuple:
+    def try_get(self, name: str, window: str, component: Optional[str] = None, series: bool = False,
+                task_ids: Optional[tuple] = None) -> tuple:
         """``(answer, None)``, or ``(None, why)`` when the master cannot answer (a page still shows the rest)."""
         try:
-            return self.get(name, window, component, series), None
+            return self.get(name, window, component, series, task_ids), None
         except TMasterUnreachable as e:
             return None, str(e)

@@ -100,8 +100,8 @@ def router(ctx: UiContext) -> APIRouter:
         return render(request, "component.html", c=data, errors=views.grouped_errors(data["errors"]))
 
     @pages.get("/topology/{name}/packing", response_class=HTMLResponse)
-    def packing(request: Request, name: str) -> Any:
-        return render(request, "packing.html", p=views.packing(ctx.state, ctx.metrics, name), bar=svg.bar)
+    def packing(request: Request, name: str, page: int = 1) -> Any:
+        return render(request, "packing.html", p=views.packing(ctx.state, ctx.metrics, name, page), bar=svg.bar)
 
     @pages.get("/topology/{name}/capacity", response_class=HTMLResponse)
     def capacity_page(request: Request, name: str) -> Any:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Mapping, Optional
+from collections import Counter
+from typing import Iterable, Mapping, Optional
 
 from squall.chaining import chain_plan
 from squall.conf import masked
@@ -20,7 +21,7 @@ from squall.logical import decode_config, grouping_name, kind_name, process_task
 from squall.packing import normalise, tmaster_container_resources
 from squall.runtime.client import describe_checkpoints
 from squall.scheduler import manager
-from squall.scheduler.views import list_data, show_data
+from squall.scheduler.views import list_data, processes as process_rows, show_data
 from squall.state import Kind, StateManager, member
 from squall.ui.metrics import BadRequest, MetricsCache
 
@@ -57,15 +58,15 @@ def visible_config(topology: schema.Topology) -> dict:
 
 def topology(state: StateManager, metrics: MetricsCache, name: str, window: str) -> dict:
     """A topology: status, logical plan, config, per-component figures over ``window`` and their series."""
-    data = show_data(state, name, errors=False)
+    data = show_data(state, name, errors=False, every_process=False)
     topo = state.get(Kind.TOPOLOGY, name)
     execution = state.get(Kind.EXECUTION_STATE, name)
-    answer, unreachable = metrics.try_get(name, window, series=True)
+    answer, unreachable = metrics.try_get(name, window, series=True, task_ids=())  # rows of tasks with errors
     per_component = (answer or {}).get("components", {})
+    counts = Counter(i["component"] for ct in data["packing_plan"]["containers"] for i in ct["instances"])
     plan = logical_plan(topo)
     for c in plan:
-        c["instances"] = sum(1 for ct in data["packing_plan"]["containers"] for i in ct["instances"]
-                             if i["component"] == c["name"])
+        c["instances"] = counts[c["name"]]
         c["metrics"] = per_component.get(c["name"])
     return {
         "name": name, "status": data["status"], "reasons": data["reasons"],
@@ -112,10 +113,20 @@ def grouped_errors(errors: list) -> list:
 
 def _where(state: StateManager, name: str) -> dict:
     """task id -> where its process runs: container, host, process name, pid, restarts, state."""
-    physical = state.get(Kind.PHYSICAL_PLAN, name)
+    return _where_in(state.container_records(name), state.get(Kind.PHYSICAL_PLAN, name))
+
+
+def _records(state: StateManager, name: str, containers: Iterable[int]) -> list:
+    """The records of these containers (those that have one)."""
+    found = (state.get(Kind.CONTAINER, member(name, c)) for c in sorted(containers))
+    return [r for r in found if r is not None]
+
+
+def _where_in(records: Iterable[schema.ContainerStatus], physical: Optional[schema.PhysicalPlan]) -> dict:
+    """``_where`` of the tasks of these container records."""
     pids = {i.id.task_id: i.pid for i in physical.instances} if physical is not None else {}
     out: dict = {}
-    for record in state.container_records(name):
+    for record in records:
         for p in record.processes:
             for task, _ in process_tasks(p.name):
                 out[task] = {"container": record.container, "host": record.host, "process": p.name,
@@ -157,20 +168,31 @@ def component(state: StateManager, metrics: MetricsCache, name: str, component_n
     }
 
 
-def packing(state: StateManager, metrics: MetricsCache, name: str) -> dict:
-    """The packing plan, each container's requested and used resources and YARN shape, each edge's chaining,
-    the physical plan."""
-    data = show_data(state, name, errors=False)
+PACKING_PAGE = 50  # containers a packing page shows (container 0 comes first, on the first page)
+
+
+def packing(state: StateManager, metrics: MetricsCache, name: str, page: int = 1) -> dict:
+    """The packing plan a page of ``PACKING_PAGE`` containers at a time (a 1,000-container topology has
+    20,000 instances): each container's requested and used resources and YARN shape, its processes and
+    its part of the physical plan, each edge's chaining; ``page`` says which page and how many there are."""
+    manager.running(state, name)
     topo = state.get(Kind.TOPOLOGY, name)
     config = topology_config(topo)
     plan = state.get(Kind.PACKING_PLAN, name)
     physical = state.get(Kind.PHYSICAL_PLAN, name)
-    answer, unreachable = metrics.try_get(name, "60s")
+    ordered = [_container_zero(config)] + sorted(plan.containers, key=lambda c: c.id)
+    pages = max(1, -(-len(ordered) // PACKING_PAGE))
+    if not 1 <= page <= pages:
+        raise BadRequest(f"page {page}: topology {name!r} has {pages} pages of {PACKING_PAGE} containers (1-{pages})")
+    shown = ordered[(page - 1) * PACKING_PAGE:page * PACKING_PAGE]
+    ids = {c.id for c in shown}
+    tasks = sorted(i.id.task_id for c in shown for i in c.instances)
+    answer, unreachable = metrics.try_get(name, "60s", task_ids=tuple(tasks))
     used = (answer or {}).get("tasks", {})
-    where = _where(state, name)
-    records = {r.container: r for r in state.container_records(name)}
+    records = {r.container: r for r in _records(state, name, ids)}
+    where = _where_in(records.values(), physical)
     containers = []
-    for c in [_container_zero(config)] + sorted(plan.containers, key=lambda c: c.id):
+    for c in shown:
         memory, vcores = normalise(c.resources, config)
         instances = [{
             "task_id": i.id.task_id, "component": i.id.component, "component_index": i.id.component_index,
@@ -190,18 +212,21 @@ def packing(state: StateManager, metrics: MetricsCache, name: str) -> dict:
             if record else [],
             "instances": instances,
         })
+    processes = process_rows(state, name, ids)
     return {
         "topology": name, "algorithm": plan.algorithm, "granularity": plan.granularity, "packing_plan_id": plan.id,
-        "containers": containers, "metrics_error": unreachable, "processes": data["processes"],
+        "page": {"page": page, "pages": pages, "per_page": PACKING_PAGE, "containers": len(ordered),
+                 "instances": sum(len(c.instances) for c in plan.containers)},
+        "containers": containers, "metrics_error": unreachable, "processes": processes,
         "edges": [edge.to_json() for edge in chain_plan(topo).edges],
         "physical_plan": None if physical is None else {
             "packing_plan_id": physical.packing_plan_id,
             "tmaster": {"host": physical.tmaster.host, "port": physical.tmaster.control_port,
                         "pid": physical.tmaster.pid},
             "stmgrs": [{"container": s.container, "host": s.host, "port": s.data_port, "pid": s.pid}
-                       for s in physical.stmgrs],
+                       for s in physical.stmgrs if s.container in ids],
             "instances": [{"task_id": i.id.task_id, "component": i.id.component, "container": i.container,
-                           "pid": i.pid} for i in physical.instances],
+                           "pid": i.pid} for i in physical.instances if i.container in ids],
         },
     }
 

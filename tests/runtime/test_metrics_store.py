@@ -135,3 +135,22 @@ def test_a_source_spouts_partitions_are_answered_as_each_task_last_reported_them
     assert [(p.partition, p.task_id, p.lag, p.records_per_sec, p.ts) for p in sources] == [
         ("events-0", 3, 0, 3.0, 1005.0), ("events-1", 4, 7, 2.5, 1000.0)]
     assert store.response(component="split").sources is None
+
+
+def test_asked_for_some_tasks_the_answer_has_their_rows_and_those_with_errors_and_components_sum_all():
+    errors = UserErrors()
+    try:
+        raise ValueError("bad word")
+    except ValueError:
+        errors.record("process(): the tuple failed")
+    user = {}
+    errors.report(user)
+    store = MetricsStore()
+    for task in range(1, 101):
+        store.add(row(1000.0, task=task, executed=10, user=json.dumps(user) if task == 77 else "{}"))
+    whole = store.response()
+    some = store.response(task_ids=[3, 4])
+    assert [t.task_id for t in whole.tasks] == list(range(1, 101))
+    assert [t.task_id for t in some.tasks] == [3, 4, 77]
+    assert [t.task_id for t in store.response(task_ids=[]).tasks] == [77]
+    assert some.components == whole.components and some.components[0].executed == 1000
