@@ -7,7 +7,7 @@ import pytest
 
 from squall.errors import SquallError
 from squall.packing import capacity as capacity_model
-from squall.reports import capacity, plans, recommend
+from squall.reports import capacity, plans
 from squall.reports.inputs import find_metrics, parse_cluster_view, parse_targets
 from squall.reports.schema import FIELD_NAMES, row_problem
 from squall.reports.synthetic import rows, validate_lines
