@@ -181,6 +181,6 @@ def test_unknown_topology(spark, known_run):
 
 
 def test_a_run_without_checkpoints_has_no_checkpoint_part(report):
-    assert [t.name for t in report.tables] == ["components", "recommendations", "plans", "current_plan", "hosts",
+    assert [t.name for t in report.tables] == ["recommendations", "components", "plans", "current_plan", "hosts",
                                                "instances", "malformed"]
     assert not any("checkpoint" in line for line in report.summary)

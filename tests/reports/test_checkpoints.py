@@ -198,7 +198,7 @@ def test_without_checkpoints_the_report_is_what_it_was(spark, real_report, tmp_p
     """The same rows without a checkpoint figure (a topology that does not checkpoint): the same
     report, less the checkpoint tables and lines."""
     stripped = capacity_report(CapacityOptions(metrics=unpack_real_run(tmp_path, strip=True), charts=False), spark)
-    assert [t.name for t in stripped.tables] == ["components", "recommendations", "plans", "current_plan", "hosts",
+    assert [t.name for t in stripped.tables] == ["recommendations", "components", "plans", "current_plan", "hosts",
                                                  "instances", "malformed"]
     assert [t.name for t in real_report.tables if not t.name.startswith("checkpoint")] == [
         t.name for t in stripped.tables]

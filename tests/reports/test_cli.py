@@ -38,7 +38,7 @@ def test_subprocess_capacity_report(known_run, tmp_path):
     assert any(line.strip().startswith("work") and "-> 12" in line for line in result["summary"])
     page = open(result["html"]).read()
     verdict = json.load(open(result["json"]))["verdict"]
-    assert verdict["headline"].startswith("Scale work ") and " → 12" in verdict["headline"].split(".")[0]
+    assert verdict["headline"].startswith("Scale ") and "work 4 → 12" in verdict["headline"].split(".")[0]
     assert page.index("id='verdict'") < page.index("<h2>Recommendations</h2>")  # the decision comes first
 
 
