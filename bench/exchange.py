@@ -10,7 +10,9 @@ baseline: figures here drift from one minute to the next):
 - the tuple API (``emit``/``process``): fused 1/1/1 (wc_bench_single.py, one
   chain in one process) and 1/2/2 (wc_bench.py: one sentence, two split, two
   count tasks; every word crosses processes to its count task by fields
-  grouping), both under the default ``squall.chaining: auto``;
+  grouping), both under the default ``squall.chaining: auto``, each component
+  requesting 0.3 cpu so that the 1/1/1's three fit one core and ``auto`` fuses
+  them whole (at the default 0.5 it cuts after two: squall/chaining.py);
 - the batch API (``emit_many``/``process_batch``): the same two shapes
   (wc_bench_batch.py, wc_bench_batch_wide.py);
 - each of the four at most once and at least once (``topology.max.spout.pending``
@@ -53,9 +55,10 @@ SHAPES = {
     "batch 1/2/2": "wc_bench_batch_wide.py",
 }
 RUNS: Dict[str, Tuple[str, ...]] = {}
+FUSED = ("squall.chaining=auto", "squall.component.cpu=0.3")  # three components within one core: fused whole
 for _shape, _file in SHAPES.items():
-    RUNS[_shape] = (_file, "squall.chaining=auto")
-    RUNS[_shape + " ALO"] = (_file, "squall.chaining=auto", *AT_LEAST_ONCE)
+    RUNS[_shape] = (_file, *FUSED)
+    RUNS[_shape + " ALO"] = (_file, *FUSED, *AT_LEAST_ONCE)
 RATIOS = [  # (what, numerator, denominator, target)
     ("batch 1/2/2 / batch fused", "batch 1/2/2", "batch fused 1/1/1", ">= 1.2"),
     ("tuple 1/2/2 / tuple fused", "tuple 1/2/2", "tuple fused 1/1/1", ">= 1.3"),
