@@ -29,10 +29,8 @@ browser:
 demo: venv
 	$(PY) examples/demo.py
 
-# two pytest workers (pytest-xdist), a test file each at a time (its module fixtures stay shared): most
-# tests wait on processes and sockets, so two overlap on two cores
 test: venv zookeeper browser
-	$(PY) -m pytest -q -n 2 --dist loadfile tests
+	$(PY) -m pytest -q tests
 
 bench: venv
 	$(PY) bench/packing.py

@@ -50,7 +50,7 @@ setup(
         "kafka": KAFKA,
         "all": YARN + REPORTS + SOLVER + UI + HDFS + KAFKA,
         # selenium drives Debian's chromium through /usr/bin/chromedriver (the Makefile installs both)
-        "test": ["pytest>=7", "pytest-timeout>=2.1", "pytest-xdist>=3.0", "hypothesis>=6.50", "selenium>=4.10"],
+        "test": ["pytest>=7", "pytest-timeout>=2.1", "hypothesis>=6.50", "selenium>=4.10"],
     },
     entry_points={"console_scripts": ["squall = squall.cli:main"],
                   # squall.testing's fixtures (squall_cluster, squall_zookeeper, squall_zk_cluster) in every pytest run
