@@ -55,20 +55,15 @@ def runtime_class(inst: InstanceState, cls: type) -> type:
     base = Spout if inst.is_spout else Bolt
     methods: dict = {}
     own_emit = getattr(cls, "emit", None) is not base.emit
+    own_emit_many = getattr(cls, "emit_many", None) is not base.emit_many
     generic = own_emit or not inst.fast_path
+    many = None  # the emit_many this instance gets, if not its class's own
     if inst.chained:  # a chain member: its next member's stream is delivered by call
         inst.edge = Edge(inst)
-        delivered, emit_many = inst.edge.wrap(generic_emit(inst) if generic else
-                                              fast_emit(inst, tracked=inst.reliable))
-        if getattr(cls, "emit_many", None) is base.emit_many:
-            if inst.is_spout:
-                def spout_emit_many(spout: Spout, values_list: list, tup_ids: Optional[Sequence[object]] = None,
-                                    stream: str = DEFAULT_STREAM) -> None:
-                    emit_many(spout, values_list, stream, None, tup_ids)
-
-                methods["emit_many"] = spout_emit_many
-            else:
-                methods["emit_many"] = emit_many
+        delivered, chain_many = inst.edge.wrap(generic_emit(inst) if generic else
+                                               fast_emit(inst, tracked=inst.reliable))
+        if not own_emit_many:
+            many = chain_many
     if not own_emit and (inst.chained or inst.fast_path):
         emit = delivered if inst.chained else fast_emit(inst, tracked=inst.reliable)
         if inst.is_spout:
@@ -79,14 +74,15 @@ def runtime_class(inst: InstanceState, cls: type) -> type:
             methods["emit"] = spout_emit
         else:
             methods["emit"] = emit
-    if not inst.chained and inst.fast_path and not own_emit and getattr(cls, "emit_many", None) is base.emit_many:
+    if not inst.chained and inst.fast_path and not own_emit and not own_emit_many:
         many = fast_emit_many(inst, emit)
+    if many is not None:
         if inst.is_spout:
-            def spout_many(spout: Spout, values_list: list, tup_ids: Optional[Sequence[object]] = None,
-                           stream: str = DEFAULT_STREAM) -> None:
+            def spout_emit_many(spout: Spout, values_list: list, tup_ids: Optional[Sequence[object]] = None,
+                                stream: str = DEFAULT_STREAM) -> None:
                 many(spout, values_list, stream, None, tup_ids)
 
-            methods["emit_many"] = spout_many
+            methods["emit_many"] = spout_emit_many
         else:
             methods["emit_many"] = many
     if not inst.is_spout and not inst.reliable and inst.fast_path:  # at least once, the collector's
