@@ -76,6 +76,11 @@ def symptoms(observation: Observation) -> dict:
     return out
 
 
+def _actionable(decision: Decision) -> bool:
+    """A recommendation not yet carried out that changes something."""
+    return decision.status == "recommended" and decision.action.kind != "none"
+
+
 class HealthManager:
     """The mode's rules over the policy's decisions, and the record of every decision."""
 
@@ -91,7 +96,8 @@ class HealthManager:
 
     def step(self, control: Control, observation: Optional[Observation]) -> Optional[Decision]:
         """Record what the policy decides about ``observation``; the decision to carry out now: in
-        ``auto`` the first new recommendation that changes something, in ``recommend`` the one an
+        ``auto`` the first new recommendation that changes something (or, with none, the newest decision when
+        it is a recommendation recommend mode left: the policy repeats no decision), in ``recommend`` the one an
         operator asked to apply (once), in ``off`` nothing (the policy is not asked)."""
         self.mode = control.effective_mode(self.configured_mode)
         if self.mode == "off" or observation is None:
@@ -103,12 +109,11 @@ class HealthManager:
         fresh = self.policy.decide(observation)
         for d in fresh:
             self.record(d)
-        if self.mode == "auto":
-            return next((d for d in fresh if d.status == "recommended" and d.action.kind != "none"), None)
+        if self.mode == "auto":  # a new recommendation, else one made before the switch and still the newest
+            newest = next(reversed(self.decisions.values()), None)
+            return next((d for d in fresh if _actionable(d)), newest if newest and _actionable(newest) else None)
         asked = self.decisions.get(control.apply) if control.apply else None
-        if asked is not None and asked.status == "recommended" and asked.action.kind != "none":
-            return asked
-        return None
+        return asked if asked is not None and _actionable(asked) else None
 
     def carried_out(self, decision: Decision, now: float) -> Decision:
         return self.record(self.policy.applied(decision, now))
