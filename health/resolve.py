@@ -101,11 +101,14 @@ def _scale_down(d: Diagnosis, comp: ComponentObservation, obs: Observation, rece
     if per_instance:
         parallelism = min(comp.parallelism, capacity.recommended_parallelism(wanted, per_instance, settings.headroom))
     cpu, ram_mb, sizing = right_size(comp, obs, recent, settings, parallelism, wanted)
+    if parallelism == comp.parallelism:  # over-provisioned: a request only shrinks (fewer tasks may need more each)
+        cpu = cpu if cpu is not None and cpu < comp.cpu_requested else None
+        ram_mb = ram_mb if ram_mb is not None and ram_mb < comp.ram_mb_requested else None
     if parallelism == comp.parallelism and cpu is None and ram_mb is None:
         return None
     what = [f"scale {comp.name} down {comp.parallelism} -> {parallelism}"] if parallelism < comp.parallelism else []
     if cpu is not None or ram_mb is not None:
-        what.append(f"right-size it to {cpu if cpu is not None else comp.cpu_requested:g} cores and "
+        what.append(f"right-size {'it' if what else comp.name} to {cpu if cpu is not None else comp.cpu_requested:g} cores and "
                     f"{ram_mb if ram_mb is not None else comp.ram_mb_requested:g} MiB per instance")
     summary = (" and ".join(what) + f": busiest task {100 * float(d.evidence['busy']):.0f}% busy for "
                f"{settings.scale_down_grace_secs:g} s, it carries {wanted:,.0f} tuples/s")

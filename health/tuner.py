@@ -6,7 +6,9 @@ Once pending binds, the tuples in flight queue in front of the slowest bolt, so 
 grows with pending (Little's law: in flight = throughput × latency): the ratio moves it to the target
 in a step or two, and follows the service time when it changes.
 Without a target: double pending while each doubling raised throughput by ``CLIMB_GAIN`` or more;
-step back to the last value once it did not, and hold there for the blacklist time.
+step back to the last value once it did not, and hold there for the blacklist time. It climbs only while
+every bolt's busiest task is below the target utilization: when one is near its capacity (a bolt short of
+tasks, or draining a backlog after a scale-up), more tuples in flight only queue in front of it.
 Both are capped by ``squall.health.pending.memory.mb`` over the spout tasks at ``PENDING_KIB`` a tuple.
 """
 from __future__ import annotations
@@ -85,12 +87,18 @@ def _climb(obs: Observation, settings: HealthSettings, history: Sequence[Decisio
                     f"set topology.max.spout.pending {pending} -> {back}: the last doubling did not raise throughput",
                     evidence, f"back to {back}, held {settings.blacklist_secs:g} s", {"throughput": throughput})
     new = min(evidence["cap"], 2 * pending)
-    if new == pending:
+    if new == pending or _near_capacity(obs, settings):
         return None
     return _set(obs, "pending", new,
                 f"set topology.max.spout.pending {pending} -> {new}: climbing while throughput rises",
                 evidence, f"min({evidence['cap']}, 2 × {pending}) = {new}",
                 {"throughput": round((1 + CLIMB_GAIN) * throughput, 1)})
+
+
+def _near_capacity(obs: Observation, settings: HealthSettings) -> bool:
+    """A bolt's busiest task at or above the target utilization."""
+    return any(dx.busy(dx.busiest(c)) >= settings.target_utilization for c in obs.components.values()
+               if c.kind == "bolt")
 
 
 def measure(decision: Decision, obs: Observation) -> tuple[bool, str]:

@@ -11,7 +11,6 @@ import json
 import os
 import signal
 
-import pytest
 from e2e_harness import wait_until
 from squall.testing.words import expected
 
@@ -71,13 +70,9 @@ def submit(cluster, out, *props):
     cluster.squall(*args)
 
 
-@pytest.fixture(params=["local", "zookeeper"])
-def any_cluster(request):
-    return request.getfixturevalue("cluster" if request.param == "local" else "zk_cluster")
-
-
-def test_sigkills_of_a_bolt_a_stream_manager_and_a_container_leave_exact_counts(any_cluster, tmp_path):
-    cluster, out = any_cluster, str(tmp_path / "out")
+def test_sigkills_of_a_bolt_a_stream_manager_and_a_container_leave_exact_counts(cluster, tmp_path):
+    """On the local state manager; the rescale below runs on ZooKeeper's."""
+    out = str(tmp_path / "out")
     os.mkdir(out)
     submit(cluster, out)
     done = progress(out, TOTAL_WORDS // 10, "before any kill")
@@ -96,8 +91,9 @@ def test_sigkills_of_a_bolt_a_stream_manager_and_a_container_leave_exact_counts(
     assert figures["restores"] >= 4, figures  # the start, then one per kill at least
 
 
-def test_rescaling_the_stateful_bolt_2_to_5_to_3_leaves_exact_counts(cluster, tmp_path):
-    out = str(tmp_path / "out")
+def test_rescaling_the_stateful_bolt_2_to_5_to_3_leaves_exact_counts(zk_cluster, tmp_path):
+    """On ZooKeeper's state manager (its checkpoint records and the plan's update through it)."""
+    cluster, out = zk_cluster, str(tmp_path / "out")
     os.mkdir(out)
     submit(cluster, out, "testing.rate=200")
     done = progress(out, TOTAL_WORDS // 10, "before the rescale")

@@ -1,6 +1,8 @@
 """``squall health`` on a running topology (real processes on the local cluster): recommend mode shows its
-decision and changes nothing; the mode switched while running; the history kept across a restart of the
-health manager's process; bad input refused in one line with exit status 2."""
+decision and changes nothing; the mode switched while running, and auto mode scales the over-loaded bolt up
+with every id acked (at least once); the history kept across a restart of the health manager's process; bad
+input refused in one line with exit status 2."""
+import glob
 import json
 import os
 import signal
@@ -13,6 +15,7 @@ from squall.testing import wait_until
 from squall.testing.processes import processes_under
 
 TOPOLOGIES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "topologies")
+IDS = 25_000  # 25 s of load at 1,000 ids/s: recommend, then auto, scale up within it
 
 
 def squall(capsys, *argv, expect=0):
@@ -31,6 +34,14 @@ def parallelism(cluster, name, component):
     return sum(1 for c in plan.containers for i in c.instances if i.id.component == component)
 
 
+def acked(out_dir):
+    ids = []
+    for path in glob.glob(os.path.join(out_dir, "acked-*.json")):
+        with open(path) as f:
+            ids += json.load(f)["acked"]
+    return ids
+
+
 def health_process(cluster):
     return next(p for p in processes_under(cluster.home)
                 if (ProcessArgs.from_cmdline(p.cmdline()) or ProcessArgs("", 0, "")).role == "health")
@@ -42,12 +53,12 @@ def test_an_unknown_topology_is_one_line_and_status_2(squall_cluster, capsys):
 
 
 def test_recommend_shows_the_decision_changes_nothing_and_auto_then_applies_it(squall_cluster, capsys, tmp_path):
-    """The load of ``paced`` (1,000 ids/s) is twice what its sink carries at parallelism 1."""
+    """The load of ``paced`` (1,000 ids/s) is twice what its sink carries at parallelism 1 (2 ms a tuple)."""
     cluster = squall_cluster
     out_dir = str(tmp_path / "out")
     os.mkdir(out_dir)
     squall(capsys, "submit", os.path.join(TOPOLOGIES, "health_paced.py"),
-           "--config-property", f"health.out.dir={out_dir}", "--config-property", "health.ids=100000",
+           "--config-property", f"health.out.dir={out_dir}", "--config-property", f"health.ids={IDS}",
            "--config-property", "squall.health.interval.secs=1",
            "--config-property", "squall.health.stabilization.secs=2")  # the pending tuner may act first
 
@@ -86,4 +97,6 @@ def test_recommend_shows_the_decision_changes_nothing_and_auto_then_applies_it(s
     assert decided <= {d["id"] for d in after["history"]}, "the restarted health manager lost its history"
     assert applied[0]["id"] in {d["id"] for d in after["history"] if d["status"] != "recommended"}
     assert after["mode"] == "auto"
+    wait_until(lambda: len(set(acked(out_dir))) == IDS, timeout=90, what=f"all {IDS} ids acked")
+    assert sorted(set(acked(out_dir))) == list(range(IDS))
     squall(capsys, "kill", "paced")

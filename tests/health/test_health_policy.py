@@ -215,3 +215,17 @@ def test_settings_come_from_the_topology_config_and_each_component_s_own() -> No
     t.components[1].config["squall.health.max.parallelism"] = "0"
     with pytest.raises(ConfigError, match=r"squall.health.max.parallelism \(components.bolt.config\): must be >= 1"):
         HealthSettings.from_config(topology_config(t, base_config()), t)
+
+
+
+@pytest.mark.parametrize("cpu_percent, resized_to", [(30.0, None), (1.0, 0.05)])
+def test_an_over_provisioned_component_s_request_only_shrinks(cpu_percent: float, resized_to) -> None:
+    """An idle spout asking 0.1 cores, for the whole grace: using 0.3 it is not "right-sized" up (over-provisioning
+    never grows a request); using 0.01 it shrinks to the cpu step."""
+    policy = HealthPolicy(settings(scale_down_grace_secs=20.0))
+    decided = []
+    for t in (0.0, 10.0, 20.0, 30.0):
+        spout = component("ids", [task(1, 500, 0.0, spout=True, cpu_percent=cpu_percent, rss_mb=200.0)], kind="spout",
+                          cpu=0.1, ram_mb=256.0)
+        decided += [d for d in policy.decide(observation(t, [spout])) if d.action.kind != "none"]
+    assert [d.action.cpu for d in decided] == ([] if resized_to is None else [resized_to])

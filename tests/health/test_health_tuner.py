@@ -18,6 +18,7 @@ class ClosedLoop:
     pending: int
     service_ms: float
     network_ms: float = 5.0
+    offered: float = float("inf")  # tuples/s the spout has to give (a paced source)
 
     def solve(self) -> tuple:
         """``(throughput tuples/s, mean complete latency ms)`` with ``pending`` tuples in flight (exact MVA)."""
@@ -28,7 +29,7 @@ class ClosedLoop:
             latency = self.network_ms + residence
             throughput = n / latency
             queue = throughput * residence
-        return 1000.0 * throughput, latency
+        return min(self.offered, 1000.0 * throughput), latency
 
     def observe(self, time: float):
         rate, latency = self.solve()
@@ -79,10 +80,32 @@ def test_the_memory_cap_bounds_pending() -> None:
 
 
 def test_without_a_target_pending_climbs_while_throughput_rises_then_steps_back() -> None:
-    loop = ClosedLoop(pending=2, service_ms=2.0, network_ms=50.0)  # saturates near (50 + 2) / 2 = 26 in flight
+    """A paced spout offering 300 tuples/s (the bolt 60 % busy then): 16 in flight carry it (16 / 52 ms =
+    308/s); the doubling to 32 gains nothing and is stepped back."""
+    loop = ClosedLoop(pending=2, service_ms=2.0, network_ms=50.0, offered=300.0)
     policy = HealthPolicy(settings(max_parallelism={"bolt": 1}, blacklist_secs=600.0))
     run(loop, policy, range(0, 700, 10), lambda t: 2.0)  # it holds at the top for 600 s, then probes again
     steps = [(d.diagnosis, d.action.pending, d.status) for d in policy.history if d.action.kind == "set_pending"]
     assert steps == [("pending", 4, "effective"), ("pending", 8, "effective"), ("pending", 16, "effective"),
-                     ("pending", 32, "effective"), ("pending", 64, "ineffective"), ("pending_revert", 32, "effective")]
-    assert loop.pending == 32
+                     ("pending", 32, "ineffective"), ("pending_revert", 16, "effective")]
+    assert loop.pending == 16
+
+
+def test_pending_stops_climbing_once_the_bolt_is_the_limit() -> None:
+    """Unpaced, the bolt saturates near (50 + 2) / 2 = 26 in flight: the climb stops when it is busy past
+    the target utilization, with no probe beyond it to step back from."""
+    loop = ClosedLoop(pending=2, service_ms=2.0, network_ms=50.0)
+    policy = HealthPolicy(settings(max_parallelism={"bolt": 1}, blacklist_secs=600.0))
+    run(loop, policy, range(0, 300, 10), lambda t: 2.0)
+    steps = [(d.action.pending, d.status) for d in policy.history if d.action.kind == "set_pending"]
+    assert steps == [(4, "effective"), (8, "effective"), (16, "effective"), (32, "effective")]
+
+
+def test_pending_does_not_climb_while_a_bolt_is_near_its_capacity() -> None:
+    """At 80 % busy (target 70 %) the bolt is the limit: more in flight would only queue in front of it."""
+    for busy, climbs in ((0.8, False), (0.3, True)):
+        spout = component("spout", [task(1, 400, 0.05, spout=True, rss_mb=None)], kind="spout")
+        bolt = component("bolt", [task(10, 400, busy, service_ms=2.0, rss_mb=None)])
+        policy = HealthPolicy(settings(max_parallelism={"bolt": 1}))
+        decided = policy.decide(observation(0.0, [spout, bolt], reliability="ATLEAST_ONCE", pending=100))
+        assert [d.action.pending for d in decided if d.action.kind == "set_pending"] == ([200] if climbs else [])
