@@ -297,6 +297,7 @@ class MetricsStore:
             now = max((t.last.ts for t in chosen), default=0.0)
         window = min(window_secs, COARSE_SECS) if window_secs else None
         since = now - window if window else 0.0
+        shown = None if task_ids is None else set(task_ids)
         tasks, by_component = [], {}
         for t in chosen:
             pairs = None
@@ -308,11 +309,13 @@ class MetricsStore:
                 rates_of, pairs = merged, latency_pairs(samples)
             else:
                 merged, rates_of = t.total, t.last
-            tasks.append(_summary(t.component, t.task_id, merged, pairs, rates_of, t.errors, t.error_count))
+            row = shown is None or t.task_id in shown or bool(t.errors)
+            # a task without a row of its own adds to its component, with no percentiles of its own to sort
+            tasks.append(_summary(t.component, t.task_id, merged, pairs if row else None, rates_of, t.errors,
+                                  t.error_count))
             by_component.setdefault(t.component, []).append((t, merged, pairs, tasks[-1]))
         components = [self._component(name, parts) for name, parts in sorted(by_component.items())]
-        if task_ids is not None:
-            shown = set(task_ids)
+        if shown is not None:
             tasks = [t for t in tasks if t.task_id in shown or t.errors]
         out = schema.MetricsResponse(components=components, tasks=tasks)
         sources = [p for t in chosen for p in t.sources]
@@ -331,7 +334,10 @@ class MetricsStore:
         for _, s, task_pairs, _ in parts:
             merged.merge(s)
             if task_pairs is not None:
-                pairs = tuple(a + b for a, b in zip(pairs, task_pairs)) if pairs else task_pairs
+                if pairs is None:
+                    pairs = ([], [], [])
+                for into, more in zip(pairs, task_pairs):
+                    into.extend(more)  # in place: adding lists task by task copies them again each time
         summaries = [p[3] for p in parts]
         errors = sorted((e for t, _, _, _ in parts for e in t.errors), key=lambda e: e.time)[-ERRORS_KEPT:]
         out = _summary(name, None, merged, pairs, merged, errors, sum(t.error_count for t, _, _, _ in parts))
