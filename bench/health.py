@@ -125,8 +125,8 @@ def run(mode: str, args: argparse.Namespace) -> dict:
         out["emitted"], out["acked"] = emitted, len(acked)
         out["every_id_acked"] = acked == set(range(emitted))
         shown = health_view(state, NAME)
-        out["actions"] = [f"{d['status']}: {d['summary']}" for d in reversed(shown["history"])
-                          if d["status"] not in ("recommended", "blocked")]
+        out["actions"] = [f"{d['status']}: {d['summary']}" + (f" [{d['reason']}]" if d.get("reason") else "")
+                          for d in reversed(shown["history"]) if d["status"] not in ("recommended", "blocked")]
         out["recommended"] = [d["summary"] for d in reversed(shown["history"]) if d["status"] == "recommended"]
         cluster.kill(NAME)
     return out

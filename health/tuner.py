@@ -8,7 +8,10 @@ in a step or two, and follows the service time when it changes.
 Without a target: double pending while each doubling raised throughput by ``CLIMB_GAIN`` or more;
 step back to the last value once it did not, and hold there for the blacklist time. It climbs only while
 every bolt's busiest task is below the target utilization: when one is near its capacity (a bolt short of
-tasks, or draining a backlog after a scale-up), more tuples in flight only queue in front of it.
+tasks, or draining a backlog after a scale-up), more tuples in flight only queue in front of it; and only
+while pending binds: a spout task's rate times its p99 complete latency (Little's law: the trees it holds
+in flight, at most) reaches ``BINDS`` of pending. A paced spout that emits all it is given never waits
+for pending, and a throughput that rises then is the load's doing, not pending's.
 Both are capped by ``squall.health.pending.memory.mb`` over the spout tasks at ``PENDING_KIB`` a tuple.
 """
 from __future__ import annotations
@@ -25,6 +28,7 @@ HOLD = 0.1  # p99 within this share of the target: leave pending alone
 STEP = 2.0  # pending changes by at most this factor in one step
 CLIMB_GAIN = 0.05  # a doubling that raised throughput by less than this is the top of the hill
 TUNED = ("pending", "pending_revert")
+BINDS = 0.5  # trees in flight per spout task, as a share of pending, from which pending may be what holds it
 
 
 def pending_cap(obs: Observation, settings: HealthSettings) -> int:
@@ -87,12 +91,22 @@ def _climb(obs: Observation, settings: HealthSettings, history: Sequence[Decisio
                     f"set topology.max.spout.pending {pending} -> {back}: the last doubling did not raise throughput",
                     evidence, f"back to {back}, held {settings.blacklist_secs:g} s", {"throughput": throughput})
     new = min(evidence["cap"], 2 * pending)
-    if new == pending or _near_capacity(obs, settings):
+    if new == pending or _near_capacity(obs, settings) or not _binds(obs, pending):
         return None
     return _set(obs, "pending", new,
                 f"set topology.max.spout.pending {pending} -> {new}: climbing while throughput rises",
                 evidence, f"min({evidence['cap']}, 2 × {pending}) = {new}",
                 {"throughput": round((1 + CLIMB_GAIN) * throughput, 1)})
+
+
+def _binds(obs: Observation, pending: int) -> bool:
+    """A spout task may hold ``BINDS`` of ``pending`` trees in flight (rate × p99 complete latency)."""
+    for c in obs.components.values():
+        if c.kind == "spout" and c.tasks and c.complete_latency_p99_ms:
+            per_task = dx.input_rate(c) / len(c.tasks)
+            if per_task * c.complete_latency_p99_ms / 1000.0 >= BINDS * pending:
+                return True
+    return False
 
 
 def _near_capacity(obs: Observation, settings: HealthSettings) -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pytest
+
 from brain_helpers import component, observation, settings, task
 
 from squall.health.policy import HealthPolicy
@@ -101,11 +103,15 @@ def test_pending_stops_climbing_once_the_bolt_is_the_limit() -> None:
     assert steps == [(4, "effective"), (8, "effective"), (16, "effective"), (32, "effective")]
 
 
-def test_pending_does_not_climb_while_a_bolt_is_near_its_capacity() -> None:
-    """At 80 % busy (target 70 %) the bolt is the limit: more in flight would only queue in front of it."""
-    for busy, climbs in ((0.8, False), (0.3, True)):
-        spout = component("spout", [task(1, 400, 0.05, spout=True, rss_mb=None)], kind="spout")
-        bolt = component("bolt", [task(10, 400, busy, service_ms=2.0, rss_mb=None)])
-        policy = HealthPolicy(settings(max_parallelism={"bolt": 1}))
-        decided = policy.decide(observation(0.0, [spout, bolt], reliability="ATLEAST_ONCE", pending=100))
-        assert [d.action.pending for d in decided if d.action.kind == "set_pending"] == ([200] if climbs else [])
+@pytest.mark.parametrize("busy, p99_ms, climbs", [
+    (0.3, 400.0, True),  # 400/s × 0.4 s = 160 trees in flight of 100 allowed: pending holds the spout back
+    (0.8, 400.0, False),  # the bolt at 80 % busy (target 70 %) is the limit: more in flight would only queue
+    (0.3, 20.0, False),  # 400/s × 0.02 s = 8 trees in flight of 100: pending holds nothing back
+])
+def test_pending_climbs_only_while_it_binds_and_no_bolt_is_near_its_capacity(busy, p99_ms, climbs) -> None:
+    spout = component("spout", [task(1, 400, 0.05, spout=True, rss_mb=None)], kind="spout",
+                      complete_latency_p99_ms=p99_ms)
+    bolt = component("bolt", [task(10, 400, busy, service_ms=2.0, rss_mb=None)])
+    policy = HealthPolicy(settings(max_parallelism={"bolt": 1}))
+    decided = policy.decide(observation(0.0, [spout, bolt], reliability="ATLEAST_ONCE", pending=100))
+    assert [d.action.pending for d in decided if d.action.kind == "set_pending"] == ([200] if climbs else [])
