@@ -121,6 +121,8 @@ class HealthPolicy:
         bounded = min(hi, max(lo, action.parallelism))
         if bounded != action.parallelism:
             decision = replace(decision, formula=f"{decision.formula}; within [{lo}, {hi}]: {bounded}",
+                               summary=f"{decision.summary} (held to {bounded}: squall.health."
+                                       f"{'max' if bounded < action.parallelism else 'min'}.parallelism)",
                                action=replace(action, parallelism=bounded))
         if bounded == current:
             if action.cpu is not None or action.ram_mb is not None:

@@ -98,8 +98,10 @@ def _scale_down(d: Diagnosis, comp: ComponentObservation, obs: Observation, rece
     per_instance, cap_formula = dx.instance_capacity(comp)
     wanted = float(d.evidence["demand"])  # type: ignore[arg-type]
     parallelism = comp.parallelism
-    if per_instance:
-        parallelism = min(comp.parallelism, capacity.recommended_parallelism(wanted, per_instance, settings.headroom))
+    if per_instance:  # within its bounds before the right-size, which sizes each of the tasks it keeps
+        parallelism = min(comp.parallelism, max(settings.bounds(comp.name)[0],
+                                                capacity.recommended_parallelism(wanted, per_instance,
+                                                                                 settings.headroom)))
     cpu, ram_mb, sizing = right_size(comp, obs, recent, settings, parallelism, wanted)
     if parallelism == comp.parallelism:  # over-provisioned: a request only shrinks (fewer tasks may need more each)
         cpu = cpu if cpu is not None and cpu < comp.cpu_requested else None

@@ -19,6 +19,10 @@ from squall import Bolt, Grouping, TopologyBuilder  # noqa: E402
 TASKS = 25
 
 
+class Ids(PacedIds):
+    """Defined here, so that the instances import this file (which finds health_paced), not health_paced."""
+
+
 class Relay(Bolt):
     """Passes the id on, anchored (auto_anchor), acked when ``process`` returns."""
 
@@ -34,7 +38,7 @@ class Sink(Bolt):
 
 
 builder = TopologyBuilder("hundred")
-ids = builder.add_spout("ids", PacedIds, par=TASKS, config={"squall.health.min.parallelism": TASKS})
+ids = builder.add_spout("ids", Ids, par=TASKS, config={"squall.health.min.parallelism": TASKS})
 relay = builder.add_bolt("relay", Relay, par=TASKS, inputs={ids: Grouping.SHUFFLE})
 enrich = builder.add_bolt("enrich", Relay, par=TASKS, inputs={relay: Grouping.SHUFFLE})
 builder.add_bolt("sink", Sink, par=TASKS, inputs={enrich: Grouping.SHUFFLE})

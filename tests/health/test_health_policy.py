@@ -229,3 +229,16 @@ def test_an_over_provisioned_component_s_request_only_shrinks(cpu_percent: float
                           cpu=0.1, ram_mb=256.0)
         decided += [d for d in policy.decide(observation(t, [spout])) if d.action.kind != "none"]
     assert [d.action.cpu for d in decided] == ([] if resized_to is None else [resized_to])
+
+
+def test_a_component_held_at_its_minimum_is_right_sized_for_the_tasks_it_keeps() -> None:
+    """25 spout tasks, pinned (min 25) and nearly idle: no scale-down below the bound, and the cpu of each of
+    the 25 is sized from their own use (4 % each, x 1.3 margin: 0.1), not from the 10 tasks an unbounded scale-down
+    would keep (which would ask 2.5 times as much for each)."""
+    policy = HealthPolicy(settings(scale_down_grace_secs=20.0, min_parallelism={"ids": 25}))
+    decided = []
+    for t in (0.0, 10.0, 20.0, 30.0):
+        spout = component("ids", [task(i, 148, 0.28, spout=True, cpu_percent=4.0) for i in range(1, 26)],
+                          kind="spout", cpu=0.5, ram_mb=256.0)
+        decided += [d for d in policy.decide(observation(t, [spout])) if d.action.kind != "none"]
+    assert [(d.action.kind, d.action.parallelism, d.action.cpu) for d in decided] == [("resize", None, 0.1)]
