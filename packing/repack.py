@@ -22,6 +22,9 @@ Rules, in order:
    component's current ones; they and any displaced instance are placed by the
    plan's algorithm into the existing containers first (auto: into their
    gaps, then as few new containers as it finds).
+6. auto/rcrr/ffd, when a component scales down or a request shrinks: the
+   least-filled container whose instances all fit the others' free room is
+   emptied into them and given back (``_consolidate``), while one is.
 """
 from __future__ import annotations
 
@@ -137,6 +140,8 @@ def repack(
     place_new(fused.request, bins, new)
     if request.algorithm == "roundrobin" and containers is not None:
         _rebalance(bins)
+    elif request.algorithm != "roundrobin" and _gives_back(request, plan):
+        _consolidate(bins)
     highest = max([i.id.task_id for c in plan.containers for i in c.instances]
                   + [m[1] for members in bins.members for m in members], default=0)
     assignment = expand(fused, bins.assignment(), TaskIds(fused, known, split, highest))
@@ -245,6 +250,47 @@ def _resize_containers(request: Request, bins: Bins, containers: Optional[int]) 
     while len(bins) < containers:
         bins.open()
     return displaced
+
+
+def _gives_back(request: Request, plan: schema.PackingPlan) -> bool:
+    """The update scales a component down or shrinks an instance's request: what it frees may free a container."""
+    old_par: dict = {}
+    old_size: dict = {}
+    for c in plan.containers:
+        for inst in c.instances:
+            old_par[inst.id.component] = old_par.get(inst.id.component, 0) + 1
+            old_size[inst.id.component] = Res.from_thrift(inst.resources)
+    return any(c.name in old_par and (c.parallelism < old_par[c.name]
+                                      or any(n < o for n, o in zip(c.size, old_size[c.name])))
+               for c in request.components)
+
+
+def _consolidate(bins: Bins) -> None:
+    """Give containers back: while every instance of the least-filled container fits in the others' free room
+    (largest first, first fit), move them there; the emptied container leaves the plan. A right-sized or
+    scaled-down topology otherwise keeps every container it had, each a YARN grant of whole vcores (JStorm's
+    pools follow the measured load). Only whole containers: nothing moves unless one is freed."""
+    while len(bins) > 1:
+        for i in sorted(range(len(bins)), key=lambda i: (len(bins.members[i]), -bins.ids[i])):
+            if not bins.members[i]:
+                continue
+            members = sorted(bins.members[i], key=lambda m: _share(bins.sizes[m[0]], bins.room), reverse=True)
+            moved: list = []
+            for m in members:
+                j = next((j for j in range(len(bins)) if j != i and bins.members[j]
+                          and bins.fits(j, bins.sizes[m[0]])), None)
+                if j is None:
+                    break
+                bins.remove(i, m)
+                bins.add(j, m)
+                moved.append((j, m))
+            if len(moved) == len(members):
+                break  # container i is empty: the plan leaves it out
+            for j, m in moved:  # it cannot be emptied: every instance goes back where it was
+                bins.remove(j, m)
+                bins.add(i, m)
+        else:
+            return
 
 
 def _rebalance(bins: Bins) -> None:

@@ -215,8 +215,9 @@ def test_repack_resized_instances_that_fit_stay_and_new_ones_open_containers():
     plan = pack(t)
     smaller = topo([comp("spout", 2, ram=128), comp("bolt", 8, cpu=0.25, inputs=["spout"])])
     new, diff = repack(smaller, plan, {})
-    assert layout(new) == layout(plan) and diff.moved == []
-    assert sorted(i.task_id for i in diff.resized) == list(range(1, 11))
+    # all ten fit one container now: container 2's three move into container 1's freed room, and it is given back
+    assert layout(new) == [(1, sorted(layout(plan)[0][1] + layout(plan)[1][1]))]
+    assert sorted(i.task_id for i in diff.resized) == list(range(1, 11)) and len(diff.moved) == 3
     # 3 cpu a bolt: one bolt and one spout a container. Container 1 keeps one of its 7 bolts and
     # container 2 (bolt7 spout0 spout1) gives up a spout, which fills container 1's gap; 6 bolts open 6
     huge = topo([comp("spout", 2), comp("bolt", 8, cpu=3, inputs=["spout"])])

@@ -140,9 +140,10 @@ def test_scale_down_keeps_indexes_contiguous_by_renumbering():
     plan4 = pack(t4, algorithm="ffd", granularity="worker")
     assert layout(plan4) == [(1, ["a0", "a1", "b0"]), (2, ["b1", "b2"])]
     new4, diff4 = repack(t4, plan4, {"b": 2, "a": 1})
-    # a: a1 removed from container 1 (only holder); b: container 2 has fewer -> b2 removed
-    assert layout(new4) == [(1, ["a0", "b0"]), (2, ["b1"])]
-    assert diff4.renumbered == []
+    # a: a1 removed from container 1 (only holder); b: container 2 has fewer -> b2 removed; then b1 fits
+    # container 1's freed room and moves there: container 2 is given back
+    assert layout(new4) == [(1, ["a0", "b0", "b1"])]
+    assert diff4.renumbered == [] and [i.component_index for i in diff4.moved] == [1]
     new5, diff5 = repack(t4, plan4, {"b": 1})
     # b2 then b1 leave container 2 (emptied); b0 keeps index 0
     assert layout(new5) == [(1, ["a0", "a1", "b0"])]
