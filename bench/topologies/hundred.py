@@ -1,7 +1,7 @@
 """Issue 27's 100-instance topology: 4 components x 25 tasks, at least once, each task asking for 0.5 cores and
 256 MiB (what users ask when they do not measure), paced at ``health.rate`` ids/s per spout task (148: ~3,700
 tuples/s in all). ids -> relay -> enrich -> sink, shuffled, with no chaining: 100 processes. The spout's
-parallelism is pinned (``squall.health.min.parallelism`` 25, as a Kafka topic's partitions pin it): its ids
+parallelism is pinned (``squall.health.min.parallelism`` and ``max.parallelism`` 25, as a Kafka topic's partitions pin it: a paced task emits its own share, so more tasks would offer more): its ids
 are interleaved by task, and a spout task removed takes its unacked ids with it.
 
 The spout is tests/health/topologies/health_paced.py's (numbered ids, their acks kept in ``health.out.dir``).
@@ -38,7 +38,8 @@ class Sink(Bolt):
 
 
 builder = TopologyBuilder("hundred")
-ids = builder.add_spout("ids", Ids, par=TASKS, config={"squall.health.min.parallelism": TASKS})
+ids = builder.add_spout("ids", Ids, par=TASKS, config={"squall.health.min.parallelism": TASKS,
+                                                     "squall.health.max.parallelism": TASKS})
 relay = builder.add_bolt("relay", Relay, par=TASKS, inputs={ids: Grouping.SHUFFLE})
 enrich = builder.add_bolt("enrich", Relay, par=TASKS, inputs={relay: Grouping.SHUFFLE})
 builder.add_bolt("sink", Sink, par=TASKS, inputs={enrich: Grouping.SHUFFLE})
