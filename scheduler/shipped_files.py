@@ -13,16 +13,19 @@ record ``files/<topology>``, and deletes the versions before n.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 from dataclasses import dataclass
-from typing import List, Mapping, Sequence
+from typing import List, Mapping, Optional, Sequence
 
 from squall.errors import SquallError
 from squall.idl import replace, schema
-from squall.state import Kind, StateManager
+from squall.state import Kind, StateError, StateManager
 from squall.state.shipped_files import clean, run_storage, stored_uri, update_storage, version_path
 from squall.state.storage import CheckpointStorage
+
+log = logging.getLogger(__name__)
 
 ALIAS = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 MAX_KEY = "squall.files.max.mb"
@@ -138,8 +141,17 @@ def update(state: StateManager, execution: schema.ExecutionState, files: Sequenc
         current[entry.key] = entry
     state.put(Kind.FILES, name, schema.ShippedFiles(files=[current[a] for a in sorted(current)]))
     for entry in new:
-        clean(storage, entry)
+        try:
+            clean(storage, entry)
+        except StateError as e:  # the update is made: old versions only take room
+            log.warning("shipped file %r: versions before %d were not deleted: %s", entry.key, entry.version - 1, e)
     return new
+
+
+def shown(record: Optional[schema.ShippedFiles]) -> List[dict]:
+    """The versions in force as ``squall show --json`` lists them."""
+    return [{"alias": f.key, "version": f.version, "name": f.name, "size": f.size, "sha256": f.sha256}
+            for f in (record.files if record is not None else [])]
 
 
 def describe(entries: Sequence[schema.ShippedFile]) -> List[str]:

@@ -73,6 +73,11 @@ def test_shipped_file_reaches_every_task_and_an_update_reaches_them_again(cluste
             ("lookup", new_path, new_path, v2.read_text()), name
     wait_until(lambda: mapped_by(out, 2) == set(TABLES[2].items()), what="every word mapped by version 2")
 
+    shown = json.loads(cluster.squall("show", "lookup_files", "--json")[0])
+    assert [(f["alias"], f["version"], f["name"], f["size"]) for f in shown["files"]] == \
+        [("lookup", 2, "table-v2.txt", len(v2.read_bytes()))]
+    assert "  shipped files: lookup version 2 (table-v2.txt, " in cluster.squall("show", "lookup_files")[0]
+
     # a third version: versions before the previous one are deleted
     v3 = write_table(tmp_path / "table-v3.txt", 3)
     cluster.squall("update", "lookup_files", "--files", f"{v3}#lookup")
