@@ -4,7 +4,7 @@
 there yet is fetched from where its update stored it, checked against its size and SHA-256, and written
 atomically, so the tasks of a container that fetch the same version at once do not see half a file.
 
-``ShippedFiles`` holds the paths the tasks' contexts read (``TopologyContext.get_file``). The record
+``FilesInForce`` holds the paths the tasks' contexts read (``TopologyContext.get_file``). The record
 ``files/<topology>`` is watched: its callback runs on the state manager's thread and only queues the
 record; the instance loop takes it at its next flush tick (``take``, on the loop's thread), fetches what
 changed, switches the paths and calls each task's ``on_file_update``. A process started after an update
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 from squall.idl import schema
 from squall.state import StateError, StorageError
-from squall.state.shipped_files import FOLDER, LOCALISED, kept_versions, read_stored, version_path
+from squall.state.shipped_files import FOLDER, LOCALISED, clean, read_stored, version_path
 from squall.state.storage import LocalStorage
 
 if TYPE_CHECKING:
@@ -67,13 +67,10 @@ class FileCache:
 
     def clean(self, f: schema.ShippedFile) -> None:
         """Delete this folder's versions of ``f``'s alias older than the one before ``f``."""
-        keep = {str(v) for v in kept_versions(f.version)}
-        for name in self.storage.list(f.key):
-            if name.isdigit() and name not in keep:
-                self.storage.delete(f"{f.key}/{name}")
+        clean(self.storage, f)
 
 
-class ShippedFiles:
+class FilesInForce:
     """The shipped files of this process's tasks: alias -> local path of the version in force
     (``paths``: the tasks' contexts read it), and the records the state watch hands over."""
 
@@ -125,7 +122,7 @@ class ShippedFiles:
         return self.apply(record)
 
 
-def start_shipped_files(env: RuntimeEnv) -> Optional[ShippedFiles]:
+def start_shipped_files(env: RuntimeEnv) -> Optional[FilesInForce]:
     """This process's shipped files, watched: the versions in force now (fetched if need be); None when
     the topology ships none (an update cannot add an alias: nothing to watch)."""
     from squall.state import Kind
@@ -133,7 +130,7 @@ def start_shipped_files(env: RuntimeEnv) -> Optional[ShippedFiles]:
     record = env.state.get(Kind.FILES, env.name)
     if record is None or not record.files:
         return None
-    files = ShippedFiles(container_cache(env.execution))
+    files = FilesInForce(container_cache(env.execution))
     env.state.watch(Kind.FILES, env.name, files.on_record)
     files.apply(env.state.get(Kind.FILES, env.name) or record)  # read again: no update falls before the watch
     return files

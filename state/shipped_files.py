@@ -73,15 +73,10 @@ def read_stored(uri: str) -> bytes:
     return open_storage(folder, None).read(name)
 
 
-def kept_versions(version: int) -> set:
-    """The versions of an alias kept while ``version`` is in force: it and the one before (a task may
-    still read the previous one until it switches)."""
-    return {version, version - 1}
-
-
 def clean(storage: CheckpointStorage, f: schema.ShippedFile) -> None:
-    """Delete the versions of ``f``'s alias in ``storage`` older than the one before ``f``."""
-    keep = {str(v) for v in kept_versions(f.version)}
+    """Delete the versions of ``f``'s alias in ``storage`` but ``f`` and the one before it (a task may still
+    read that one until it switches)."""
+    keep = {str(f.version), str(f.version - 1)}
     for name in storage.list(f.key):
         if name.isdigit() and name not in keep:
             storage.delete(f"{f.key}/{name}")

@@ -38,7 +38,7 @@ from squall.runtime.instance.make import make_instance
 from squall.runtime.instance.state import Timers
 from squall.runtime.metrics_sender import BlockingMetricsSender
 from squall.runtime.protocol import HEADER, BlockingConnection, ProtocolError
-from squall.runtime.shipped_files import ShippedFiles, start_shipped_files
+from squall.runtime.shipped_files import FilesInForce, start_shipped_files
 from squall.runtime.user_errors import CHECKPOINT_STORAGE, UNCAUGHT, UserErrors
 from squall.state import StorageError
 from squall.supervision import RetryPolicy
@@ -112,7 +112,7 @@ def _connect_stmgr(env: RuntimeEnv, task: int, component: str,
 
 
 def _instance(env: RuntimeEnv, component: str, task: int,
-              files: Optional[ShippedFiles]) -> Tuple[Driven, Optional[List[schema.InstanceId]]]:
+              files: Optional[FilesInForce]) -> Tuple[Driven, Optional[List[schema.InstanceId]]]:
     """(what the loop drives: the task's instance, or the ``Chain`` it heads; the ``InstanceId`` of each
     task it runs when that is a chain, else None). Each task's context reads the paths of ``files``."""
     from squall.chaining import chain_instances, chains
@@ -163,7 +163,7 @@ class _Loop:
     """
 
     def __init__(self, inst: Driven, conn: BlockingConnection, metrics: BlockingMetricsSender,
-                 drain_max: float, gc_threshold: int, files: Optional[ShippedFiles] = None) -> None:
+                 drain_max: float, gc_threshold: int, files: Optional[FilesInForce] = None) -> None:
         self.inst = inst
         self.files = files  # new versions of shipped files, taken at flush ticks
         self.attach(conn)

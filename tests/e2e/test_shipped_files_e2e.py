@@ -1,9 +1,11 @@
 """Shipped files (``submit|update --files``) on the local scheduler: every task reads the submitted version,
 an update reaches every task (chained ones too) through ``on_file_update`` and the tuples it maps, old
-versions are deleted, a bad update changes nothing, kill removes the record. One topology run."""
+versions are deleted, a restarted task reads the version in force, a bad update changes nothing, kill
+removes the record. One topology run."""
 import glob
 import json
 import os
+import signal
 
 from e2e_harness import TOPOLOGIES, records_left, wait_until
 
@@ -85,6 +87,18 @@ def test_shipped_file_reaches_every_task_and_an_update_reaches_them_again(cluste
     assert sorted(os.listdir(run_files)) == ["2", "3"]
     # each tuple was mapped by the table of the version it names, whatever the moment of the switch
     assert all(TABLES[n][w] == v for w, v, n in records(out))
+
+    # the tasks of a process killed (SIGKILL) and restarted read the version in force
+    instances = state.get(Kind.PHYSICAL_PLAN, "lookup_files").instances
+    pid = next(i.pid for i in instances if i.id.component == "lookup")
+    restarted = {f"read-{i.id.task_id}.json" for i in instances if i.pid == pid}
+    for name in restarted:
+        os.remove(out / name)
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: restarted <= set(json_files(out, "read-*.json")), what="the killed tasks to start again")
+    for name in restarted:
+        again = json_files(out, name)[name]
+        assert (again["path"], again["text"]) == (os.path.join(run_files, "3", "table-v3.txt"), v3.read_text())
 
     # a bad update is refused and changes nothing
     before = state.get(Kind.FILES, "lookup_files")

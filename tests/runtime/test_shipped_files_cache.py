@@ -9,7 +9,7 @@ from squall import Bolt
 from squall.component import TopologyContext
 from squall.idl import schema
 from squall.runtime.instance import make_instance
-from squall.runtime.shipped_files import FileCache, ShippedFiles
+from squall.runtime.shipped_files import FileCache, FilesInForce
 from squall.state import StorageError
 from squall.state.shipped_files import stored_uri
 from squall.state.storage import LocalStorage
@@ -68,7 +68,7 @@ def test_a_version_the_scheduler_should_have_localised_is_named(cache):
 
 
 def test_records_are_taken_on_the_loop_newest_first_and_old_versions_cleaned(stored, cache):
-    files = ShippedFiles(cache)
+    files = FilesInForce(cache)
     v = {n: store(stored, "lookup", n, f"v{n}".encode()) for n in (1, 2, 3)}
     other = store(stored, "model", 1, b"m")
     assert files.apply(schema.ShippedFiles(files=[v[1], other])) == [
@@ -84,7 +84,7 @@ def test_records_are_taken_on_the_loop_newest_first_and_old_versions_cleaned(sto
 
 
 def test_a_version_that_cannot_be_fetched_keeps_the_one_in_force(stored, cache):
-    files = ShippedFiles(cache)
+    files = FilesInForce(cache)
     v1 = store(stored, "lookup", 1, b"v1")
     files.apply(schema.ShippedFiles(files=[v1]))
     lost = store(stored, "lookup", 2, b"v2")
@@ -93,7 +93,7 @@ def test_a_version_that_cannot_be_fetched_keeps_the_one_in_force(stored, cache):
     assert files.take() == []
     assert files.paths == {"lookup": cache.path_of(v1)}
     with pytest.raises(StorageError):  # at start there is no version to keep: the task cannot run
-        ShippedFiles(FileCache(cache.folder + "-2", cache.localised)).apply(schema.ShippedFiles(files=[lost]))
+        FilesInForce(FileCache(cache.folder + "-2", cache.localised)).apply(schema.ShippedFiles(files=[lost]))
 
 
 def test_get_file_of_an_unknown_alias_names_the_shipped_ones():
