@@ -88,11 +88,11 @@ def check_size(sizes: Mapping[str, int], max_mb: float) -> None:
     total = sum(sizes.values())
     if total > max_mb * 1024 * 1024:
         largest = max(sizes, key=lambda a: sizes[a])
-        raise FilesError(f"--files: the shipped files hold {_mib(total)} together, above {MAX_KEY}={max_mb:g} "
-                         f"(the largest: {largest!r}, {_mib(sizes[largest])})")
+        raise FilesError(f"--files: the shipped files hold {_amount(total)} together, above {MAX_KEY}={max_mb:g} "
+                         f"(the largest: {largest!r}, {_amount(sizes[largest])})")
 
 
-def _mib(size: int) -> str:
+def _amount(size: int) -> str:
     if size < 1024 * 1024:
         return f"{size / 1024:.1f} KiB"
     return f"{size / 1024 / 1024:.2f} MiB"
