@@ -233,8 +233,8 @@ def _update_files(args: argparse.Namespace, state: StateManager) -> int:
                           "an update of their own")
     entries = manager.update_files(state, args.name, shipped_files.parse(args.files), args.dry_run)
     if args.json:
-        print_json({"files": [{"alias": e.alias, "version": e.version, "name": e.name, "size": e.size}
-                              for e in entries], "dry_run": args.dry_run, "applied": not args.dry_run})
+        print_json({"files": [shipped_files.as_json(e) for e in entries], "dry_run": args.dry_run,
+                    "applied": not args.dry_run})
         return 0
     print("\n".join(shipped_files.describe(entries)))
     print("dry run: nothing applied" if args.dry_run else

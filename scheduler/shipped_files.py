@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import List, Mapping, Optional, Sequence
 
 from squall.errors import SquallError
-from squall.idl import replace, schema
+from squall.idl import schema
 from squall.state import Kind, StateError, StateManager
 from squall.state.shipped_files import clean, run_storage, stored_uri, update_storage, version_path
 from squall.state.storage import CheckpointStorage
@@ -98,11 +98,15 @@ def _amount(size: int) -> str:
     return f"{size / 1024 / 1024:.2f} MiB"
 
 
-def _store(storage: CheckpointStorage, local: LocalFile, version: int, shared: bool) -> schema.ShippedFile:
-    """Write ``local`` as ``version`` of its alias into ``storage``; its record entry (``stored`` when a
-    container fetches it from there, ``shared``)."""
+def _entry(local: LocalFile, version: int) -> tuple[schema.ShippedFile, bytes]:
+    """The record entry of ``local`` as ``version`` of its alias, and its bytes."""
     data, digest = local.read()
-    entry = schema.ShippedFile(key=local.alias, version=version, name=local.name, size=len(data), sha256=digest)
+    return schema.ShippedFile(key=local.alias, version=version, name=local.name, size=len(data), sha256=digest), data
+
+
+def _store(storage: CheckpointStorage, entry: schema.ShippedFile, data: bytes, shared: bool) -> schema.ShippedFile:
+    """Write a version into ``storage``; its entry, with ``stored`` when containers fetch it from there
+    (``shared``)."""
     storage.write(version_path(entry), data)
     if shared:
         entry.stored = stored_uri(storage, entry)
@@ -114,7 +118,7 @@ def ship_at_submit(files: Sequence[LocalFile], execution: schema.ExecutionState)
     scheduler has Skein localise these copies into every container (no ``stored``)."""
     storage = run_storage(execution.run_dir)
     local = execution.cluster == "local"
-    return schema.ShippedFiles(files=[_store(storage, f, 1, shared=local) for f in files])
+    return schema.ShippedFiles(files=[_store(storage, *_entry(f, 1), shared=local) for f in files])
 
 
 def update(state: StateManager, execution: schema.ExecutionState, files: Sequence[LocalFile],
@@ -133,10 +137,10 @@ def update(state: StateManager, execution: schema.ExecutionState, files: Sequenc
     check_size({**{a: f.size for a, f in current.items()}, **{f.alias: f.size for f in files}},
                float(config[MAX_KEY]))
     storage = update_storage(execution, str(config["squall.state.storage"]))
+    prepared = [_entry(f, current[f.alias].version + 1) for f in files]
     if dry_run:
-        return [replace(current[f.alias], version=current[f.alias].version + 1, name=f.name, size=f.size)
-                for f in files]
-    new = [_store(storage, f, current[f.alias].version + 1, shared=True) for f in files]
+        return [entry for entry, _ in prepared]
+    new = [_store(storage, entry, data, shared=True) for entry, data in prepared]
     for entry in new:
         current[entry.key] = entry
     state.put(Kind.FILES, name, schema.ShippedFiles(files=[current[a] for a in sorted(current)]))
@@ -148,10 +152,14 @@ def update(state: StateManager, execution: schema.ExecutionState, files: Sequenc
     return new
 
 
+def as_json(f: schema.ShippedFile) -> dict:
+    """A version as ``squall show --json`` and ``squall update --files --json`` give it."""
+    return {"alias": f.key, "version": f.version, "name": f.name, "size": f.size, "sha256": f.sha256}
+
+
 def shown(record: Optional[schema.ShippedFiles]) -> List[dict]:
-    """The versions in force as ``squall show --json`` lists them."""
-    return [{"alias": f.key, "version": f.version, "name": f.name, "size": f.size, "sha256": f.sha256}
-            for f in (record.files if record is not None else [])]
+    """The versions in force, as ``squall show --json`` lists them."""
+    return [as_json(f) for f in (record.files if record is not None else [])]
 
 
 def describe(entries: Sequence[schema.ShippedFile]) -> List[str]:

@@ -82,6 +82,10 @@ def test_shipped_file_reaches_every_task_and_an_update_reaches_them_again(cluste
 
     # a third version: versions before the previous one are deleted
     v3 = write_table(tmp_path / "table-v3.txt", 3)
+    dry = json.loads(cluster.squall("update", "lookup_files", "--files", f"{v3}#lookup", "--dry-run", "--json")[0])
+    assert [(f["alias"], f["version"], f["name"]) for f in dry["files"]] == [("lookup", 3, "table-v3.txt")]
+    assert (dry["dry_run"], dry["applied"]) == (True, False)
+    assert [f["version"] for f in json.loads(cluster.squall("show", "lookup_files", "--json")[0])["files"]] == [2]
     cluster.squall("update", "lookup_files", "--files", f"{v3}#lookup")
     wait_until(lambda: len(json_files(out, "updated-*-3.json")) == len(tasks), what="every task at version 3")
     assert sorted(os.listdir(run_files)) == ["2", "3"]
