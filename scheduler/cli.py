@@ -237,8 +237,7 @@ def _update_files(args: argparse.Namespace, state: StateManager) -> int:
                     "applied": not args.dry_run})
         return 0
     print("\n".join(shipped_files.describe(entries)))
-    print("dry run: nothing applied" if args.dry_run else
-          f"shipped to topology {args.name!r}: every task switches to the new versions at its next timer tick")
+    print(shipped_files.shipped_line(args.name, args.dry_run))
     return 0
 
 

@@ -42,6 +42,11 @@ class LocalFile:
     path: str  # absolute
     alias: str
     size: int
+    argument: str = ""  # how the user named it, for messages: ``--files PATH#ALIAS`` (default), an upload
+
+    @property
+    def named(self) -> str:
+        return self.argument or f"--files {self.path}#{self.alias}"
 
     @property
     def name(self) -> str:
@@ -53,7 +58,7 @@ class LocalFile:
             with open(self.path, "rb") as f:
                 data = f.read()
         except OSError as e:
-            raise FilesError(f"--files {self.path}: cannot read it: {e.strerror}") from e
+            raise FilesError(f"{self.named}: cannot read {self.path}: {e.strerror}") from e
         return data, hashlib.sha256(data).hexdigest()
 
 
@@ -88,7 +93,7 @@ def check_size(sizes: Mapping[str, int], max_mb: float) -> None:
     total = sum(sizes.values())
     if total > max_mb * 1024 * 1024:
         largest = max(sizes, key=lambda a: sizes[a])
-        raise FilesError(f"--files: the shipped files hold {_amount(total)} together, above {MAX_KEY}={max_mb:g} "
+        raise FilesError(f"shipped files: they would hold {_amount(total)} together, above {MAX_KEY}={max_mb:g} "
                          f"(the largest: {largest!r}, {_amount(sizes[largest])})")
 
 
@@ -132,7 +137,7 @@ def update(state: StateManager, execution: schema.ExecutionState, files: Sequenc
     for f in files:
         if f.alias not in current:
             known = f"shipped: {', '.join(sorted(current))}" if current else "it ships none"
-            raise FilesError(f"--files {f.path}#{f.alias}: topology {name!r} has no shipped file {f.alias!r} "
+            raise FilesError(f"{f.named}: topology {name!r} has no shipped file {f.alias!r} "
                              f"({known}); an update replaces files shipped at submit")
     check_size({**{a: f.size for a, f in current.items()}, **{f.alias: f.size for f in files}},
                float(config[MAX_KEY]))
@@ -160,6 +165,13 @@ def as_json(f: schema.ShippedFile) -> dict:
 def shown(record: Optional[schema.ShippedFiles]) -> List[dict]:
     """The versions in force, as ``squall show --json`` lists them."""
     return [as_json(f) for f in (record.files if record is not None else [])]
+
+
+def shipped_line(name: str, dry_run: bool) -> str:
+    """The last line of an update of shipped files."""
+    if dry_run:
+        return "dry run: nothing applied"
+    return f"shipped to topology {name!r}: every task switches to the new versions at its next timer tick"
 
 
 def describe(entries: Sequence[schema.ShippedFile]) -> List[str]:

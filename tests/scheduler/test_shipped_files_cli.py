@@ -73,7 +73,7 @@ def test_submit_refuses_files_over_the_cap_before_anything_is_launched(home, cap
     big.write_bytes(b"\0" * (2 * 1024 * 1024))
     err = _refused(home, capsys, ["submit", WORD_COUNT, "--files", str(table), f"{big}#model",
                                   "--config-property", "squall.files.max.mb=1.5"])
-    assert err == ("squall: error: --files: the shipped files hold 2.00 MiB together, above squall.files.max.mb=1.5 "
+    assert err == ("squall: error: shipped files: they would hold 2.00 MiB together, above squall.files.max.mb=1.5 "
                    "(the largest: 'model', 2.00 MiB)\n")
 
 
