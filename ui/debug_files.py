@@ -2,7 +2,8 @@
 as ``squall show`` lists them, and a new version of one, as ``squall update --files`` ships it (the token).
 
 ``PUT /api/v1/topologies/{name}/files/{alias}?filename=NAME[&dry_run=true]`` takes the file's bytes as
-the request body (``curl -T table.txt``); the file keeps ``filename`` as its name (default: the alias).
+the request body (``application/octet-stream``: ``curl -T table.txt -H "Content-Type: ..."``); the file
+keeps ``filename`` as its name (default: the alias).
 """
 from __future__ import annotations
 
