@@ -1,6 +1,7 @@
-"""The shipped files in the REST API over real HTTP (a real ``squall ui`` process): the versions in force, and
-a new version uploaded with the token, refused in the CLI's words without it or for an alias not shipped.
-The topology's records are written as submit writes them; no task runs (the tasks' side: tests/e2e)."""
+"""The shipped files in the REST API over real HTTP (a real ``squall ui`` process) and on their page in a real
+browser: the versions in force, and a new version uploaded with the token, refused in the CLI's words
+without it or for an alias not shipped. The topology's records are written as submit writes them; no task
+runs (the tasks' side: tests/e2e)."""
 import json
 import os
 import urllib.error
@@ -13,6 +14,9 @@ from squall.loader import load_topology_file
 from squall.scheduler.shipped_files import parse, ship_at_submit
 from squall.state import Kind, LocalStateManager
 
+from selenium.webdriver.common.by import By
+
+from test_browser import keep_token, message, page, texts, until
 from ui_harness import TOKEN, Squall, request
 
 LOOKUP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e", "topologies",
@@ -79,3 +83,26 @@ def test_files_are_listed_and_a_new_version_is_uploaded_with_the_token(shipped):
     assert (folder / "2" / "t2.txt").read_bytes() == b"alpha=uno\n"
     assert request(squall.url, "GET", "/api/v1/topologies/nope/files", expect=404)["error"].startswith(
         "no topology named 'nope' is running")
+
+
+def test_the_files_page_lists_them_and_ships_a_new_version(shipped, browser, tmp_path):
+    squall, state, folder = shipped
+    before = state.get(Kind.FILES, "lookup_files")
+    page(browser, squall, "/topology/lookup_files/files")
+    assert texts(browser, "#files tbody td")[:4] == ["lookup", "1", "table.txt", "10 bytes"]
+    keep_token(browser, TOKEN)
+    new = tmp_path / "t2.txt"
+    new.write_text("alpha=uno\n")
+    browser.find_element(By.CSS_SELECTOR, "tr[data-alias=lookup] input[type=file]").send_keys(str(new))
+    browser.find_element(By.CSS_SELECTOR, "button[data-ship=preview]").click()
+    message(browser, "lookup: version 2 (t2.txt, 10 bytes). dry run: nothing applied")
+    assert state.get(Kind.FILES, "lookup_files") == before
+
+    browser.find_element(By.CSS_SELECTOR, "button[data-ship=ship]").click()
+    message(browser, "lookup: version 2 (t2.txt, 10 bytes). shipped to topology 'lookup_files'")
+    until(browser, lambda d: texts(d, "#files tbody td")[:3] == ["lookup", "2", "t2.txt"])  # the page reloaded
+    assert (folder / "2" / "t2.txt").read_text() == "alpha=uno\n"
+    page(browser, squall, "/topology/lookup_files/files", "files")
+
+    browser.find_element(By.CSS_SELECTOR, "button[data-ship=ship]").click()
+    message(browser, "choose the new version of lookup first")
