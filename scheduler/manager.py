@@ -11,8 +11,8 @@ from squall.errors import SquallError
 from squall.idl import schema
 from squall.logical import topology_config
 from squall.packing import diff_plans
-from squall.scheduler.changes import PlannedUpdate, TopologyUpdate, plan_update
 from squall.scheduler import shipped_files
+from squall.scheduler.changes import PlannedUpdate, TopologyUpdate, plan_update
 from squall.scheduler.launcher import make_scheduler
 from squall.scheduler.shipped_files import LocalFile
 from squall.state import AlreadyExists, Kind, StateManager
