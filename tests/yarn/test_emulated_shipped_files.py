@@ -7,7 +7,7 @@ import os
 from squall.state import Kind, open_state_manager
 
 from e2e_harness import TOPOLOGIES, wait_until
-from emulator import EmulatedApplication
+from emulator import EmulatedApplication, group_alive
 from test_emulated import yarn_cluster  # noqa: F401  (the fixture)
 
 
@@ -42,3 +42,6 @@ def test_every_task_reads_the_file_yarn_localised_in_its_container(yarn_cluster,
             assert any(got["path"].startswith(w) for w in workdirs), f"task {task} read {got['path']}"
     squall("kill", "lookup_files")
     wait_until(app.finished, timeout=60, what="every container and the driver to exit")
+    # a container's shell exits first; what it started may still be on its way out (as in test_emulated.py)
+    wait_until(lambda: not [c.yarn_id for c in app.containers if group_alive(c.popen)], timeout=30,
+               what="every process of every container to exit")
