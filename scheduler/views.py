@@ -16,7 +16,7 @@ from squall.idl import schema
 from squall.logical import process_tasks
 from squall.packing import plan_to_json
 from squall.runtime.client import TMasterUnreachable, query_metrics
-from squall.scheduler import launcher, manager
+from squall.scheduler import launcher, manager, shipped_files
 from squall.state import Kind, StateManager, member
 from squall.state.status import topology_health
 
@@ -74,6 +74,7 @@ class TopologyView(TypedDict):
     scheduler: dict[str, str]  # the scheduler's own details (label -> value)
     packing_plan: dict  # packing.plan_to_json's
     chains: list[list[str]]
+    files: list[dict]  # the shipped files' versions in force: alias, version, name, size, sha256
     processes: list[ProcessRow]
     errors: Optional[list[UserError]]  # None: not asked, or the topology master did not answer
 
@@ -161,6 +162,7 @@ def show_data(state: StateManager, name: str, errors: bool = True, every_process
         scheduler=launcher.make_scheduler(execution.cluster, state).details(execution),
         packing_plan=plan_to_json(name, state.get(Kind.PACKING_PLAN, name)),
         chains=[list(chain) for chain in chains(state.get(Kind.TOPOLOGY, name))],
+        files=shipped_files.shown(state.get(Kind.FILES, name)),
         processes=processes(state, name) if every_process else [],
         errors=user_errors(state, name) if errors else None,
     )
@@ -186,6 +188,9 @@ def show_text(data: TopologyView) -> str:
     lines += [f"  {label}: {value}" for label, value in data["scheduler"].items()]
     if data["chains"]:
         lines.append("  chains (one process per task of each): " + "; ".join(" -> ".join(c) for c in data["chains"]))
+    if data["files"]:
+        lines.append("  shipped files: " + "; ".join(f"{f['alias']} version {f['version']} ({f['name']}, "
+                                                     f"{f['size']} bytes)" for f in data["files"]))
     plan = data["packing_plan"]
     lines.append(f"\npacking plan ({plan['algorithm']}, {plan['granularity']} granularity)")
     rows = []

@@ -173,6 +173,7 @@ class TopologyContext:
         component_tasks: Mapping[str, Sequence[int]],
         config: Mapping[str, object],
         sources: Sequence[tuple] = (),
+        files: Optional[Mapping[str, str]] = None,
     ):
         self.topology_name = topology_name
         self._task_id = task_id
@@ -181,6 +182,7 @@ class TopologyContext:
         self.set_component_tasks(component_tasks)
         self._config = config
         self._sources = [tuple(s) for s in sources]
+        self._files = files if files is not None else {}  # the runtime keeps it current (never copied)
         self.metrics: dict = {}
 
     def get_task_id(self) -> int:
@@ -203,6 +205,18 @@ class TopologyContext:
     def get_this_sources(self) -> list:
         """The ``(component, stream)`` pairs this component takes as input (Storm's ``getThisSources``)."""
         return list(self._sources)
+
+    def get_file(self, alias: str) -> str:
+        """The local path of the version in force of the file shipped as ``alias`` (``squall submit
+        --files PATH#ALIAS``; Storm's distributed cache). After ``squall update --files`` it returns
+        the new version's path (``Component.on_file_update`` is called then). Read the file, do not
+        write it: the path is shared by the container's tasks."""
+        try:
+            return self._files[alias]
+        except KeyError:
+            known = f"shipped: {', '.join(sorted(self._files))}" if self._files else "it ships none"
+            raise KeyError(f"topology {self.topology_name!r} has no shipped file {alias!r} ({known}; "
+                           f"squall submit --files PATH#ALIAS ships one)") from None
 
     def get_cluster_config(self) -> Mapping[str, Any]:
         """The resolved configuration of this component (all layers applied)."""
@@ -236,6 +250,14 @@ class Component:
 
     def close(self) -> None:
         """Called when the task shuts down cleanly."""
+
+    def on_file_update(self, alias: str, path: str) -> None:
+        """A new version of the file shipped as ``alias`` (``squall update --files PATH#ALIAS``) is at
+        ``path``; ``context.get_file(alias)`` returns it from now on. Called on the task's own thread,
+        between tuples (never during ``process`` or ``next_tuple``), so a component may reload a lookup
+        table here without a lock. The default does nothing: the component reads the new path when it
+        next calls ``get_file``. An exception raised here is reported as the task's error; the task
+        goes on."""
 
     def report_error(self, error: str, where: str = "") -> None:
         """Report a problem this component handled and goes on from (a broker that does not answer, a

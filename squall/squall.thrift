@@ -477,3 +477,23 @@ struct Control {
   9: optional i64 consumed,
   10: optional CheckpointMessage checkpoint,
 }
+
+// One version of a file shipped to every task (squall submit|update --files; docs/debugging.md).
+struct ShippedFile {
+  // its alias (``alias`` is a Thrift keyword): what tasks ask for, context.get_file(key)
+  1: required string key,
+  // 1 at submit, one more at each update of the alias
+  2: required i32 version,
+  // the file's own name: a task finds it as <cache>/<key>/<version>/<name>
+  3: required string name,
+  4: required i64 size,
+  5: required string sha256,
+  // where a container fetches it (a file:// or hdfs:// URI); absent: the scheduler localised it into
+  // every container at launch (on YARN, Skein's files)
+  6: optional string stored,
+}
+
+// files/<topology>: the version in force of each shipped file, by key.
+struct ShippedFiles {
+  1: required list<ShippedFile> files,
+}

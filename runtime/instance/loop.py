@@ -38,6 +38,7 @@ from squall.runtime.instance.make import make_instance
 from squall.runtime.instance.state import Timers
 from squall.runtime.metrics_sender import BlockingMetricsSender
 from squall.runtime.protocol import HEADER, BlockingConnection, ProtocolError
+from squall.runtime.shipped_files import FilesInForce, start_shipped_files
 from squall.runtime.user_errors import CHECKPOINT_STORAGE, UNCAUGHT, UserErrors
 from squall.state import StorageError
 from squall.supervision import RetryPolicy
@@ -84,6 +85,8 @@ class Driven(Protocol):
 
     def flush_all(self) -> None: ...
 
+    def on_file_update(self, alias: str, path: str) -> None: ...
+
     def metrics_rows(self, now: float, interval: float, unread_bytes: int, clock: float) -> list: ...
 
     def close(self) -> None: ...
@@ -108,9 +111,10 @@ def _connect_stmgr(env: RuntimeEnv, task: int, component: str,
         ProtocolError, f"task {task}: connecting to the stream manager on port {port}")
 
 
-def _instance(env: RuntimeEnv, component: str, task: int) -> Tuple[Driven, Optional[List[schema.InstanceId]]]:
+def _instance(env: RuntimeEnv, component: str, task: int,
+              files: Optional[FilesInForce]) -> Tuple[Driven, Optional[List[schema.InstanceId]]]:
     """(what the loop drives: the task's instance, or the ``Chain`` it heads; the ``InstanceId`` of each
-    task it runs when that is a chain, else None)."""
+    task it runs when that is a chain, else None). Each task's context reads the paths of ``files``."""
     from squall.chaining import chain_instances, chains
 
     batch_size = int(env.config["squall.instance.batch.size"])
@@ -120,12 +124,16 @@ def _instance(env: RuntimeEnv, component: str, task: int) -> Tuple[Driven, Optio
         inst = make_instance(env.topology, component, task, env.args.container, env.config, batch_size=batch_size)
         if inst.checkpoint is not None:
             inst.checkpoint.storage = env.checkpoint_storage()
+        if files is not None:
+            inst.files = files.paths
         return inst, None
     instances = []
     for k, (name, t) in enumerate(members):
         after = {members[k + 1][0]: members[k + 1][1]} if k + 1 < len(members) else None
         instances.append(make_instance(env.topology, name, t, env.args.container, env.config,
                                        batch_size=batch_size, chained=after))
+        if files is not None:
+            instances[-1].files = files.paths
     chain = Chain(instances)
     for handler in logging.getLogger().handlers:
         handler.addFilter(ComponentLogFilter(instances))
@@ -155,8 +163,9 @@ class _Loop:
     """
 
     def __init__(self, inst: Driven, conn: BlockingConnection, metrics: BlockingMetricsSender,
-                 drain_max: float, gc_threshold: int) -> None:
+                 drain_max: float, gc_threshold: int, files: Optional[FilesInForce] = None) -> None:
         self.inst = inst
+        self.files = files  # new versions of shipped files, taken at flush ticks
         self.attach(conn)
         self.metrics = metrics
         self.drain_max = drain_max
@@ -254,6 +263,9 @@ class _Loop:
                 self.send_metrics()
             if flush_due:
                 self.send_out()
+                if self.files is not None:
+                    for alias, path in self.files.take():
+                        inst.on_file_update(alias, path)
 
     def send_metrics(self) -> None:
         """The bucket's rows, to the container's metrics manager."""
@@ -305,7 +317,8 @@ def run(env: RuntimeEnv) -> int:
         log.error("task %s is not in container %d of the packing plan", task, env.args.container)
         return 2
     component = mine[0].id.component
-    inst, chain = _instance(env, component, task)
+    files = start_shipped_files(env)
+    inst, chain = _instance(env, component, task, files)
     stop: list = []
     signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
     signal.signal(signal.SIGINT, lambda *a: stop.append(1))
@@ -315,7 +328,8 @@ def run(env: RuntimeEnv) -> int:
         gc.set_threshold(gc_threshold, *gc.get_threshold()[1:])
     # draining after SIGTERM ends well before the executor's SIGKILL
     drain_max = max(0.5, float(env.config["squall.executor.kill.grace.secs"]) / 2)
-    loop = _Loop(inst, conn, BlockingMetricsSender(env, local_host(env), task, component), drain_max, gc_threshold)
+    loop = _Loop(inst, conn, BlockingMetricsSender(env, local_host(env), task, component), drain_max, gc_threshold,
+                 files)
     log.info("task %d (%s) connected to its stream manager", task, component)
     try:
         while True:

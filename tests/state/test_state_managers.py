@@ -24,6 +24,7 @@ def location(pid):
 # DESIGN.md's layout, and checkpoints/ (docs/state.md: the complete checkpoints of a topology that checkpoints)
 LAYOUT = sorted(["topologies", "packingplans", "pplans", "executionstate", "tmasters", "schedulers", "locks",
                  "containers", "elections", "checkpoints", "health", "healthmgrs"])
+LAYOUT = sorted(LAYOUT + ["files"])  # files/<topology>: the shipped files in force (docs/debugging.md)
 
 
 def test_layout_follows_the_design(state, tmp_path):
