@@ -1,0 +1,181 @@
+"""What every runtime process installs at start so that its container's debug server can look inside it
+without extra privileges (the server is its executor's thread: same user, same host, it may signal it).
+
+- ``SIGUSR1``: every thread's Python stack, written by ``faulthandler`` (the standard library's C-level
+  handler: it answers even while the process is busy in one long call) to ``agent/stacks-<pid>.txt``.
+- ``SIGUSR2``: a profile, as ``agent/request-<pid>.json`` asks (``ProfileRequest``): ``flame``, a sampling
+  of every thread's stack (``sys._current_frames()``) every ``interval`` seconds, written as folded stacks;
+  or ``memory``, tracemalloc's top allocations made over the interval and still held at its end. It runs
+  in a thread of its own; its JSON answer is written atomically to the request's ``out``.
+
+The stacks file doubles as the sign that the handlers are in place: the server signals no process without
+it (``SIGUSR1``'s default action would kill it). Nothing here is unpickled: requests and answers are JSON.
+"""
+from __future__ import annotations
+
+import faulthandler
+import json
+import linecache
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+import tracemalloc
+from collections import Counter
+from dataclasses import asdict, dataclass
+from types import FrameType
+from typing import Optional, TextIO
+
+log = logging.getLogger(__name__)
+
+STACKS_SIGNAL = signal.SIGUSR1
+PROFILE_SIGNAL = signal.SIGUSR2
+KINDS = ("flame", "memory")
+
+
+def agent_dir(debug_dir: str) -> str:
+    """Where a container's processes and its server exchange requests and raw answers."""
+    return os.path.join(debug_dir, "agent")
+
+
+def stacks_file(debug_dir: str, pid: int) -> str:
+    return os.path.join(agent_dir(debug_dir), f"stacks-{pid}.txt")
+
+
+def request_file(debug_dir: str, pid: int) -> str:
+    return os.path.join(agent_dir(debug_dir), f"request-{pid}.json")
+
+
+@dataclass(frozen=True)
+class ProfileRequest:
+    kind: str  # one of KINDS
+    seconds: float
+    out: str  # where the answer goes (JSON)
+    interval: float = 0.01  # flame: seconds between samples
+    top: int = 20  # memory: allocation sites listed
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS or not self.seconds > 0 or not self.interval > 0 or self.top < 1:
+            raise ValueError(f"not a profile request: {self}")
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "ProfileRequest":
+        data = json.loads(text)
+        return cls(str(data["kind"]), float(data["seconds"]), str(data["out"]), float(data["interval"]),
+                   int(data["top"]))
+
+
+def write_atomically(path: str, text: str) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+class DebugAgent:
+    """The handlers of one process (``install`` once, from the main thread, at start)."""
+
+    def __init__(self, debug_dir: str):
+        self.debug_dir = debug_dir
+        self._stacks: Optional[TextIO] = None
+        self._busy = threading.Lock()  # one profile at a time
+
+    def install(self) -> None:
+        os.makedirs(agent_dir(self.debug_dir), exist_ok=True)
+        self._stacks = open(stacks_file(self.debug_dir, os.getpid()), "a")
+        faulthandler.register(STACKS_SIGNAL, file=self._stacks, all_threads=True, chain=False)
+        signal.signal(PROFILE_SIGNAL, self._on_profile)
+
+    def close(self) -> None:
+        if self._stacks is None:
+            return
+        faulthandler.unregister(STACKS_SIGNAL)
+        self._stacks.close()
+        self._stacks = None
+        try:
+            os.remove(stacks_file(self.debug_dir, os.getpid()))
+        except OSError:
+            pass
+
+    def _on_profile(self, signum: int, frame: Optional[FrameType]) -> None:
+        path = request_file(self.debug_dir, os.getpid())
+        try:
+            with open(path) as f:
+                request = ProfileRequest.from_json(f.read())
+            os.remove(path)
+        except (OSError, ValueError, KeyError) as e:
+            log.warning("profile signal without a readable request (%s): %s", path, e)
+            return
+        if not self._busy.acquire(blocking=False):
+            write_atomically(request.out, json.dumps({"error": "a profile of this process is already running"}))
+            return
+        threading.Thread(target=self._profile, args=(request,), name="squall-profile", daemon=True).start()
+
+    def _profile(self, request: ProfileRequest) -> None:
+        try:
+            if request.kind == "flame":
+                answer: dict = {"folded": dict(sample_stacks(request.seconds, request.interval))}
+            else:
+                answer = {"allocations": trace_allocations(request.seconds, request.top)}
+            answer["seconds"] = request.seconds
+        except Exception as e:  # the answer says why; the process goes on
+            log.exception("profile %s failed", request.kind)
+            answer = {"error": f"{type(e).__name__}: {e}"}
+        finally:
+            self._busy.release()
+        write_atomically(request.out, json.dumps(answer))
+
+
+def frame_name(frame: FrameType) -> str:
+    """``function (file.py)``: a flame graph's frame (lines left out, so a function is one box)."""
+    code = frame.f_code
+    return f"{getattr(code, 'co_qualname', code.co_name)} ({os.path.basename(code.co_filename)})"
+
+
+def sample_stacks(seconds: float, interval: float) -> Counter[str]:
+    """Folded stacks (``thread;outermost;...;innermost`` -> samples) of every other thread of this process,
+    sampled every ``interval`` seconds for ``seconds``."""
+    me = threading.get_ident()
+    folded: Counter[str] = Counter()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        names = {t.ident: t.name for t in threading.enumerate()}
+        for ident, frame in sys._current_frames().items():
+            if ident == me:
+                continue
+            stack = []
+            walked: Optional[FrameType] = frame
+            while walked is not None:
+                stack.append(frame_name(walked))
+                walked = walked.f_back
+            stack.append(f"thread {names.get(ident, ident)}")
+            folded[";".join(reversed(stack))] += 1
+        time.sleep(interval)
+    return folded
+
+
+def trace_allocations(seconds: float, top: int) -> list[dict]:
+    """The ``top`` lines (file, line) that allocated the most memory over ``seconds`` still held at its end,
+    largest first: size (bytes), count of blocks, the line's code."""
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start()
+    try:
+        time.sleep(seconds)
+        snapshot = tracemalloc.take_snapshot()
+    finally:
+        if started:
+            tracemalloc.stop()
+    snapshot = snapshot.filter_traces([tracemalloc.Filter(False, tracemalloc.__file__),
+                                       tracemalloc.Filter(False, __file__)])
+    out = []
+    for stat in snapshot.statistics("lineno")[:top]:
+        where = stat.traceback[0]
+        out.append({"file": where.filename, "line": where.lineno, "size": stat.size, "count": stat.count,
+                    "code": linecache.getline(where.filename, where.lineno).strip()})
+    return out
