@@ -50,12 +50,12 @@ def test_the_search_box_and_the_profile_buttons(browser, local):
     keep_token(browser, TOKEN)
     row = f"#instances tr[data-task='{task}']"
     browser.find_element(By.CSS_SELECTOR, f"{row} [data-profile=stacks]").click()
-    message(browser, f"stacks of task {task}")
+    message(browser, "kept as stacks-")
     assert "(most recent call first)" in browser.find_element(By.ID, "profile-text").text
     browser.find_element(By.CSS_SELECTOR, f"{row} [data-profile=flame]").click()
-    message(browser, f"flame of task {task}")
+    message(browser, "kept as flame-")
     link = browser.find_element(By.ID, "profile-link").get_attribute("href")
-    assert link.endswith(".svg")
+    assert link.endswith(".svg") and browser.find_element(By.ID, "profile-image").get_attribute("src") == link
     svg = request(local.url, "GET", link[len(local.url.rstrip("/")):])
     assert "<svg" in svg and "samples" in svg
     shot(browser, "profile")

@@ -20,12 +20,15 @@
     link.href = root + data.link;
     link.textContent = data.path.split("/").pop();
     var text = document.getElementById("profile-text");
+    var image = document.getElementById("profile-image");
+    image.hidden = kind !== "flame";
+    if (kind === "flame") { image.src = root + data.link; }
     if (kind === "stacks") { text.textContent = data.text; }
     else if (kind === "memory") {
       text.textContent = data.allocations.map(function (a) {
         return (a.size / 1024).toFixed(1) + " KiB in " + a.count + " blocks  " + a.file + ":" + a.line + "  " + a.code;
       }).join("\n");
-    } else { text.textContent = (data.samples === null ? "" : data.samples + " samples; ") + "open the flame graph above"; }
+    } else { text.textContent = (data.samples === null ? "" : data.samples + " samples, ") + "drawn by " + data.profiler; }
   }
 
   document.querySelectorAll("[data-profile]").forEach(function (button) {
