@@ -25,6 +25,10 @@ ids are claimed: ``squall.runtime.claim``), this one stops with
 ``EXIT_CLAIM_LOST`` and YARN relaunches it to claim a free id. On YARN an
 executor started with ``--service`` claims its id before anything else.
 
+It serves the container's debug server (``squall.runtime.debug_server``: its logs searched, stacks and
+profiles of its tasks) from a thread; the loop only hands it the task -> process table when that changes,
+and its address goes into the container's record.
+
 It rotates its children's log files and its own by size
 (``squall.log.max.mb``, ``squall.log.backups``; ``squall.runtime.logrotate``).
 

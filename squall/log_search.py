@@ -15,13 +15,16 @@ import heapq
 import os
 import re
 import time
+from collections import deque
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Iterator, Optional
 
 from squall.errors import SquallError
 from squall.logical import process_tasks
 
-_STAMP = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) ")
+_STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")
+STAMP_CHARS = 23
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _TIME_FORMATS = ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%d")
@@ -94,47 +97,64 @@ def log_files(log_dir: str, component: Optional[str] = None) -> list[str]:
 
 def search(files: Iterable[str], pattern: re.Pattern, since: Optional[float] = None,
            limit: int = 500) -> SearchResult:
-    """The newest ``limit`` lines of ``files`` that ``pattern`` matches (at or after ``since`` when given)."""
-    newest: list[tuple[tuple[float, int, int], int, Match]] = []  # a min-heap of the newest ``limit``
+    """The newest ``limit`` lines of ``files`` that ``pattern`` matches (at or after ``since`` when given).
+
+    A file is written in time order, so its newest matches are its last ones: each file keeps only its last
+    ``limit`` (a bounded deque; no object per match), and the files' are merged by time at the end."""
+    candidates: list[tuple[tuple[str, int, int], int, str, str]] = []
     total = read = 0
     for order, path in enumerate(files):
         try:
             if since is not None and os.path.getmtime(path) < since:
                 continue
             read += 1
-            for match in _matches(path, pattern, since):
+            last: deque[tuple[str, int, str]] = deque(maxlen=limit)
+            for found in _matches(path, pattern, since):
+                last.append(found)
                 total += 1
-                # newer: a later time; at one time a file written later (not rotated) and a later line
-                key = (match.time if match.time is not None else float("-inf"), -_rotation(path), match.line)
-                item = (key, -order, match)
-                if len(newest) < limit:
-                    heapq.heappush(newest, item)
-                elif item[:2] > newest[0][:2]:
-                    heapq.heapreplace(newest, item)
         except OSError:
             continue  # rotated away or removed while searching: its lines are in the next copy
-    ordered = sorted(newest, key=lambda item: item[:2], reverse=True)
-    return SearchResult(tuple(m for _, _, m in ordered), total, read)
+        rotation = _rotation(path)
+        # newer: a later time (stamps sort as text); at one time a file written later (not rotated), a later line
+        candidates += [((stamp, -rotation, number), -order, path, text) for stamp, number, text in last]
+        if len(candidates) > 2 * limit:
+            candidates = heapq.nlargest(limit, candidates, key=_order)
+    newest = heapq.nlargest(limit, candidates, key=_order)
+    return SearchResult(tuple(Match(_time_of(key[0]), path, key[2], text) for key, _, path, text in newest),
+                        total, read)
 
 
-def _matches(path: str, pattern: re.Pattern, since: Optional[float]) -> Iterator[Match]:
-    stamp: Optional[float] = None
-    second, second_text = 0.0, ""
+def _order(candidate: tuple) -> tuple:
+    return candidate[:2]
+
+
+def _matches(path: str, pattern: re.Pattern, since: Optional[float]) -> Iterator[tuple[str, int, str]]:
+    """(stamp, line number, text) of each matching line of ``path``, in file order (stamp ``""`` before the
+    first stamped line). Stamps stay text, compared as text (their format sorts as time does)."""
+    stamp = ""
+    after = None if since is None else _stamp_text(since)
     with open(path, errors="replace") as f:
         for number, line in enumerate(f, 1):
-            head = _STAMP.match(line)
-            if head:
-                if head.group(1) != second_text:  # one strptime per second of log, not per line
-                    second, second_text = _local_time(head.group(1)), head.group(1)
-                stamp = second + int(head.group(2)) / 1000.0
-            if since is not None and (stamp is None or stamp < since):
+            if _STAMP.match(line):
+                stamp = line[:STAMP_CHARS]
+            if after is not None and stamp < after:
                 continue
             if pattern.search(line):
-                yield Match(stamp, path, number, line.rstrip("\n")[:MAX_LINE_CHARS])
+                yield stamp, number, line.rstrip("\n")[:MAX_LINE_CHARS]
 
 
-def _local_time(text: str) -> float:
+@lru_cache(maxsize=4096)
+def _seconds(text: str) -> float:
     return time.mktime(time.strptime(text, "%Y-%m-%d %H:%M:%S"))
+
+
+def _time_of(stamp: str) -> Optional[float]:
+    """``2026-11-26 15:51:50,123`` (local time) as seconds since the epoch (``""``: None)."""
+    return _seconds(stamp[:19]) + int(stamp[20:23]) / 1000.0 if stamp else None
+
+
+def _stamp_text(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) + f",{int(t * 1000) % 1000:03d}"
 
 
 def _rotation(path: str) -> int:

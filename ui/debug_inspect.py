@@ -9,6 +9,7 @@ UI's token), ``GET /api/v1/topologies/{name}/debug/results`` and ``.../debug/res
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Optional
 
 from fastapi import APIRouter, Body, Request
@@ -54,7 +55,7 @@ def router(ctx: UiContext) -> APIRouter:
         if kind != "stacks" and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))):
             raise BadRequest(f"profile: seconds {seconds!r} is not a number")
         answer = inspection.profile(ctx.state, name, task, kind, seconds)
-        file_name = answer["path"].rpartition("/")[2]
+        file_name = os.path.basename(answer["path"])
         return {**answer, "link": result_link(name, answer["container"], file_name),
                 "message": f"{kind} of task {task} ({answer['process']}) kept as {file_name}"}
 
