@@ -4,7 +4,8 @@ without extra privileges (the server is its executor's thread: same user, same h
 - ``SIGUSR1``: every thread's Python stack, written by ``faulthandler`` (the standard library's C-level
   handler: it answers even while the process is busy in one long call) to ``agent/stacks-<pid>.txt``.
 - ``SIGUSR2``: a profile, as ``agent/request-<pid>.json`` asks (``ProfileRequest``): ``flame``, a sampling
-  of every thread's stack (``sys._current_frames()``) every ``interval`` seconds, written as folded stacks;
+  of every thread's stack (``sys._current_frames()``) every ``interval`` seconds, each weighed by the CPU
+  its thread used since the sample before (``sample_stacks``), written as folded stacks;
   or ``memory``, tracemalloc's top allocations made over the interval and still held at its end. It runs
   in a thread of its own; its JSON answer is written atomically to the request's ``out``.
 
@@ -119,7 +120,8 @@ class DebugAgent:
     def _profile(self, request: ProfileRequest) -> None:
         try:
             if request.kind == "flame":
-                answer: dict = {"folded": dict(sample_stacks(request.seconds, request.interval))}
+                folded, unit = sample_stacks(request.seconds, request.interval)
+                answer: dict = {"folded": dict(folded), "unit": unit}
             else:
                 answer = {"allocations": trace_allocations(request.seconds, request.top)}
             answer["seconds"] = request.seconds
@@ -137,26 +139,55 @@ def frame_name(frame: FrameType) -> str:
     return f"{getattr(code, 'co_qualname', code.co_name)} ({os.path.basename(code.co_filename)})"
 
 
-def sample_stacks(seconds: float, interval: float) -> Counter[str]:
-    """Folded stacks (``thread;outermost;...;innermost`` -> samples) of every other thread of this process,
-    sampled every ``interval`` seconds for ``seconds``."""
+def sample_stacks(seconds: float, interval: float) -> tuple[Counter[str], str]:
+    """Folded stacks (``thread;outermost;...;innermost``) of every other thread of this process, sampled every
+    ``interval`` seconds for ``seconds``, and their unit.
+
+    A CPU profile where Linux tells each thread's CPU time (``/proc/self/task/<tid>/stat``): a sample weighs
+    the milliseconds of CPU its thread used since the one before (unit ``cpu ms``), so a thread waiting on
+    its socket weighs nothing. (Asking a thread's state would not do: while this thread samples it holds the
+    GIL, so every other Python thread is waiting for it.) Elsewhere each sample weighs one (``samples``: wall
+    clock, waits included)."""
     me = threading.get_ident()
     folded: Counter[str] = Counter()
+    used: dict[int, int] = {}  # thread -> its CPU ticks at the sample before
+    cpu = _cpu_ticks(threading.main_thread().native_id) is not None
+    ms_per_tick = 1000.0 / os.sysconf("SC_CLK_TCK") if cpu else 0.0
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        names = {t.ident: t.name for t in threading.enumerate()}
+        threads = {t.ident: t for t in threading.enumerate()}
         for ident, frame in sys._current_frames().items():
             if ident == me:
                 continue
+            thread = threads.get(ident)
+            weight = 1.0
+            if cpu:
+                ticks = _cpu_ticks(thread.native_id) if thread is not None and thread.native_id else None
+                if ticks is None:
+                    continue
+                weight = (ticks - used.get(ident, ticks)) * ms_per_tick
+                used[ident] = ticks
+                if not weight:
+                    continue
             stack = []
             walked: Optional[FrameType] = frame
             while walked is not None:
                 stack.append(frame_name(walked))
                 walked = walked.f_back
-            stack.append(f"thread {names.get(ident, ident)}")
-            folded[";".join(reversed(stack))] += 1
+            stack.append(f"thread {thread.name if thread is not None else ident}")
+            folded[";".join(reversed(stack))] += round(weight)
         time.sleep(interval)
-    return folded
+    return folded, "cpu ms" if cpu else "samples"
+
+
+def _cpu_ticks(native_id: Optional[int]) -> Optional[int]:
+    """User + system CPU clock ticks of one of this process's threads (None: Linux does not say)."""
+    try:
+        with open(f"/proc/self/task/{native_id}/stat", "rb") as f:
+            fields = f.read().rpartition(b")")[2].split()
+        return int(fields[11]) + int(fields[12])  # utime, stime: fields 14 and 15 of proc(5)
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def trace_allocations(seconds: float, top: int) -> list[dict]:

@@ -2,7 +2,7 @@
 Brendan Gregg's ``flamegraph.pl`` and of ``py-spy record --format raw``).
 
 Each frame is a box as wide as its share of the samples, its callers below it; hovering shows
-``function (file) - N samples, P%``. Pure: text in, text out.
+``function (file) - N samples, P%`` (or ``N cpu ms``). Pure: text in, text out.
 """
 from __future__ import annotations
 
@@ -35,8 +35,9 @@ def parse_folded(text: str) -> dict[str, int]:
     return out
 
 
-def render(folded: Mapping[str, int], title: str) -> str:
-    """The SVG document of ``folded``'s flame graph (a valid empty graph when there are no samples)."""
+def render(folded: Mapping[str, int], title: str, unit: str = "samples") -> str:
+    """The SVG document of ``folded``'s flame graph (a valid empty graph when there are no samples); ``unit``:
+    what the counts are (``samples``, ``cpu ms``)."""
     root = _Node("all")
     for stack, count in folded.items():
         if count <= 0:
@@ -50,11 +51,11 @@ def render(folded: Mapping[str, int], title: str) -> str:
     height = TOP + (depth + 1) * ROW + 8
     boxes: list[str] = []
     scale = (WIDTH - 20) / root.samples if root.samples else 0.0
-    _layout(root, 10.0, 0, scale, root.samples, height, boxes)
+    _layout(root, 10.0, 0, scale, root.samples, height, unit, boxes)
     head = (f'<svg xmlns="http://www.w3.org/2000/svg" class="flame" width="{WIDTH}" height="{height}" '
             f'viewBox="0 0 {WIDTH} {height}" font-family="monospace" font-size="11">')
     caption = (f'<text x="{WIDTH / 2:.0f}" y="20" text-anchor="middle" font-size="15">{escape(title)}</text>'
-               f'<text x="10" y="{TOP - 6}" fill="#555">{root.samples} samples</text>')
+               f'<text x="10" y="{TOP - 6}" fill="#555">{root.samples} {escape(unit)}</text>')
     return "\n".join(['<?xml version="1.0" encoding="UTF-8"?>', head,
                       f'<rect width="{WIDTH}" height="{height}" fill="#fdf8ee"/>', caption, *boxes, "</svg>"]) + "\n"
 
@@ -63,13 +64,14 @@ def _depth(node: _Node) -> int:
     return 1 + max((_depth(c) for c in node.children.values()), default=-1) if node.children else 0
 
 
-def _layout(node: _Node, x: float, level: int, scale: float, total: int, height: int, out: list[str]) -> None:
+def _layout(node: _Node, x: float, level: int, scale: float, total: int, height: int, unit: str,
+            out: list[str]) -> None:
     width = node.samples * scale
     if width < MIN_WIDTH:
         return
     y = height - 8 - (level + 1) * ROW
     share = 100.0 * node.samples / total if total else 0.0
-    tip = f"{node.name} - {node.samples} samples, {share:.1f}%"
+    tip = f"{node.name} - {node.samples} {unit}, {share:.1f}%"
     room = int((width - 6) / CHAR)
     label = node.name if len(node.name) <= room else (node.name[:room - 2] + ".." if room > 3 else "")
     out.append(f'<g class="frame"><title>{escape(tip)}</title>'
@@ -78,7 +80,7 @@ def _layout(node: _Node, x: float, level: int, scale: float, total: int, height:
                + (f'<text x="{x + 3:.2f}" y="{y + ROW - 5}">{escape(label)}</text>' if label else "") + "</g>")
     child_x = x
     for child in sorted(node.children.values(), key=lambda c: c.name):
-        _layout(child, child_x, level + 1, scale, total, height, out)
+        _layout(child, child_x, level + 1, scale, total, height, unit, out)
         child_x += child.samples * scale
 
 

@@ -98,21 +98,23 @@ def stacks(target: Target) -> tuple[str, str]:
 
 
 def flame(target: Target, seconds: float, interval: float, profiler: str) -> dict:
-    """A flame graph of ``seconds`` of the process, saved as SVG: ``{"path", "samples", "profiler"}``.
+    """A flame graph of ``seconds`` of the process, saved as SVG: ``{"path", "profiler", "total", "unit"}``
+    (``total`` of ``unit``, None from py-spy).
     ``profiler``: ``sampler`` (in the process), ``py-spy``, or ``auto`` (py-spy where it is installed and
     the process may be traced, else the sampler)."""
     out = target.result_path("flame", "svg")
     if profiler == "py-spy" or (profiler == "auto" and py_spy_usable()):
         if _py_spy(target, seconds, interval, out):
-            return {"path": out, "profiler": "py-spy", "samples": None}
+            return {"path": out, "profiler": "py-spy", "total": None, "unit": "samples"}
         if profiler == "py-spy":
             raise ProfileError(f"py-spy could not profile {target.name} (pid {target.pid}); see the executor's log")
     answer = _ask(target, ProfileRequest("flame", seconds, _answer_path(target), interval=interval))
     folded = {str(k): int(v) for k, v in answer["folded"].items()}
-    title = f"{target.name} (pid {target.pid}): {seconds:g}s sampled every {interval * 1000:g} ms"
+    unit = str(answer["unit"])
+    title = f"{target.name} (pid {target.pid}): {seconds:g}s sampled every {interval * 1000:g} ms, by {unit}"
     with open(out, "w") as f:
-        f.write(flamegraph.render(folded, title))
-    return {"path": out, "profiler": "sampler", "samples": sum(folded.values())}
+        f.write(flamegraph.render(folded, title, unit))
+    return {"path": out, "profiler": "sampler", "total": sum(folded.values()), "unit": unit}
 
 
 def memory(target: Target, seconds: float, top: int) -> dict:

@@ -43,8 +43,8 @@ def cmd_profile(args: argparse.Namespace, state: StateManager) -> int:
         print(answer["text"].rstrip("\n"))
         print("kept as:")
     elif kind == "flame":
-        samples = f"{answer['samples']} samples, " if answer.get("samples") is not None else ""
-        print(f"flame graph of {where} ({samples}{answer['profiler']}), saved as:")
+        total = f"{answer['total']} {answer['unit']}, " if answer.get("total") is not None else ""
+        print(f"flame graph of {where} ({total}drawn by {answer['profiler']}), saved as:")
     else:
         print(f"top allocations of {where}:")
         print("\n".join(inspection.memory_text(answer)))

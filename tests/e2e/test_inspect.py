@@ -57,7 +57,7 @@ def test_logs_grep_and_profiles_of_tasks_in_two_containers(cluster):
     assert any(f.startswith("spin_in_named_function (inspect_spin.py) - ") for f in frames)
 
     out, _ = cluster.squall("profile", "inspect_spin", "--task", str(task), "--memory", "1")
-    assert 'inspect_spin.py:17  kept.append(f"spin {time.monotonic()}" * 64)' in out
+    assert 'inspect_spin.py:20  kept.append(f"spin {time.monotonic()}" * 64)' in out
 
     # bad input: one line each, exit 2
     for argv, line in [

@@ -1,5 +1,6 @@
 """The flame graph drawn from folded stacks (runtime/flamegraph.py) is valid SVG naming every function with
-its share, and the in-process sampler (runtime/debug_agent.py) finds a thread busy in a named function."""
+its share, and the in-process sampler (runtime/debug_agent.py) finds a thread busy in a named function and
+not one that waits."""
 import threading
 import xml.etree.ElementTree as ET
 
@@ -36,16 +37,21 @@ def busy_in_a_named_function(stop):
         sum(range(1000))
 
 
-def test_the_sampler_sees_a_thread_busy_in_a_named_function():
+def test_the_sampler_weighs_each_stack_by_the_cpu_its_thread_used():
     stop = threading.Event()
-    worker = threading.Thread(target=busy_in_a_named_function, args=(stop,), name="busy-worker")
-    worker.start()
+    workers = [threading.Thread(target=busy_in_a_named_function, args=(stop,), name="busy-worker"),
+               threading.Thread(target=stop.wait, name="waiting-worker")]
+    for w in workers:
+        w.start()
     try:
-        folded = sample_stacks(0.3, 0.01)
+        folded, unit = sample_stacks(0.5, 0.01)
     finally:
         stop.set()
-        worker.join()
+        for w in workers:
+            w.join()
+    assert unit == "cpu ms"
     busy = {s: n for s, n in folded.items() if s.startswith("thread busy-worker;")}
     inside = sum(n for s, n in busy.items() if "busy_in_a_named_function (test_flamegraph.py)" in s)
     assert inside >= 0.9 * sum(busy.values()) > 0
+    assert not [s for s in folded if s.startswith("thread waiting-worker;")]  # waiting uses no cpu
     assert not [s for s in folded if "sample_stacks" in s]  # the sampler leaves itself out

@@ -28,7 +28,7 @@
       text.textContent = data.allocations.map(function (a) {
         return (a.size / 1024).toFixed(1) + " KiB in " + a.count + " blocks  " + a.file + ":" + a.line + "  " + a.code;
       }).join("\n");
-    } else { text.textContent = (data.samples === null ? "" : data.samples + " samples, ") + "drawn by " + data.profiler; }
+    } else { text.textContent = (data.total === null ? "" : data.total + " " + data.unit + ", ") + "drawn by " + data.profiler; }
   }
 
   document.querySelectorAll("[data-profile]").forEach(function (button) {
