@@ -10,7 +10,8 @@ without extra privileges (the server is its executor's thread: same user, same h
   in a thread of its own; its JSON answer is written atomically to the request's ``out``.
 
 The stacks file doubles as the sign that the handlers are in place: the server signals no process without
-it (``SIGUSR1``'s default action would kill it). Nothing here is unpickled: requests and answers are JSON.
+it (``SIGUSR1``'s default action would kill it); the process removes it when it exits, its executor when it
+reaps it (``forget_process``). Runtime processes keep ``SIGUSR1`` and ``SIGUSR2`` for this. Nothing here is unpickled: requests and answers are JSON.
 """
 from __future__ import annotations
 
@@ -71,6 +72,18 @@ class ProfileRequest:
                    int(data["top"]))
 
 
+def forget_process(debug_dir: str, pid: int) -> None:
+    """Remove the handlers' files of a process that exited (its executor reaped it): a pid used again must
+    not look ready before its new process installed its handlers."""
+    for path in (stacks_file(debug_dir, pid), request_file(debug_dir, pid)):
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            log.warning("cannot remove %s: %s", path, e)
+
+
 def write_atomically(path: str, text: str) -> None:
     tmp = f"{path}.tmp"
     with open(tmp, "w") as f:
@@ -98,10 +111,7 @@ class DebugAgent:
         faulthandler.unregister(STACKS_SIGNAL)
         self._stacks.close()
         self._stacks = None
-        try:
-            os.remove(stacks_file(self.debug_dir, os.getpid()))
-        except OSError:
-            pass
+        forget_process(self.debug_dir, os.getpid())
 
     def _on_profile(self, signum: int, frame: Optional[FrameType]) -> None:
         path = request_file(self.debug_dir, os.getpid())

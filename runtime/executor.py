@@ -64,6 +64,7 @@ from squall.logical import instance_process
 from squall.processargs import ProcessArgs
 from squall.runtime.bootstrap import RuntimeEnv, RuntimeStartError, load_env, setup_logging
 from squall.runtime.claim import SKEIN_CONTAINER_ENV, YARN_CONTAINER_ENV, claim, record_application
+from squall.runtime.debug_agent import forget_process
 from squall.runtime.debug_server import DebugServer, ServerSettings
 from squall.runtime.logrotate import own_output_file, rotate
 from squall.runtime.profiles import Target
@@ -395,6 +396,7 @@ class Executor:
                 continue
             changed = True
             self.supervision.exited(unit, code, now)
+            forget_process(self.env.debug_dir, p.pid)  # a SIGKILLed child left its handlers' files
             if unit.leaving:
                 log.info("%s (pid %d) exited with %s", unit.name, p.pid, code)
             elif unit.failure is not None:
