@@ -100,8 +100,14 @@ class DebugAgent:
         self._busy = threading.Lock()  # one profile at a time
 
     def install(self) -> None:
-        os.makedirs(agent_dir(self.debug_dir), exist_ok=True)
-        self._stacks = open(stacks_file(self.debug_dir, os.getpid()), "a")
+        """Install the handlers; a folder that cannot be written leaves the process without them (said in its
+        log; its server then answers that it is not ready), never stops it."""
+        try:
+            os.makedirs(agent_dir(self.debug_dir), exist_ok=True)
+            self._stacks = open(stacks_file(self.debug_dir, os.getpid()), "a")
+        except OSError as e:
+            log.warning("no stacks or profiles of this process: %s", e)
+            return
         faulthandler.register(STACKS_SIGNAL, file=self._stacks, all_threads=True, chain=False)
         signal.signal(PROFILE_SIGNAL, self._on_profile)
 
