@@ -135,15 +135,16 @@ def main() -> None:
         pattern = compile_pattern("boom")
         base = best_of(lambda: bare_grep(path, pattern))
         ours = best_of(lambda: search([path], pattern, None, 500))
-        print(f"log search, {LOG_MB} MiB ({lines:,} lines): bare loop {base:.2f}s ({lines / base / 1e6:.2f} M lines/s), "
+        print(f"log search, {LOG_MB} MiB ({lines:,} lines): bare loop {base:.2f}s "
+              f"({lines / base / 1e6:.2f} M lines/s), "
               f"search() {ours:.2f}s ({lines / ours / 1e6:.2f} M lines/s): {ours / base:.2f}x the bare loop")
         stamps = best_of(lambda: search([path], compile_pattern("processed"), None, 500))
         print(f"  every line matching (the heap kept full): {stamps:.2f}s, {stamps / base:.2f}x the bare loop")
         since = best_of(lambda: search([path], pattern, time.time() + 3600, 500))
         print(f"  --since after the file's last write (not opened): {since * 1e6:.0f} us")
 
-        observers = {"sampler 10 ms": lambda t: sample_stacks(t, 0.01), "sampler 1 ms": lambda t: sample_stacks(t, 0.001),
-                     "tracemalloc": traced}
+        observers = {"sampler 10 ms": lambda t: sample_stacks(t, 0.01),
+                     "sampler 1 ms": lambda t: sample_stacks(t, 0.001), "tracemalloc": traced}
         ratios: dict[str, list[float]] = {label: [] for label in observers}
         for _ in range(ROUNDS):  # interleaved, each against the loop alone in its own round (the load moves)
             for label, observe in observers.items():

@@ -11,7 +11,8 @@ without extra privileges (the server is its executor's thread: same user, same h
 
 The stacks file doubles as the sign that the handlers are in place: the server signals no process without
 it (``SIGUSR1``'s default action would kill it); the process removes it when it exits, its executor when it
-reaps it (``forget_process``). Runtime processes keep ``SIGUSR1`` and ``SIGUSR2`` for this. Nothing here is unpickled: requests and answers are JSON.
+reaps it (``forget_process``). Runtime processes keep ``SIGUSR1`` and ``SIGUSR2`` for this. Nothing here is
+unpickled: requests and answers are JSON.
 """
 from __future__ import annotations
 

@@ -106,8 +106,8 @@ def search_logs(state: StateManager, name: str, grep: str, component: Optional[s
                    [a["unreachable"] for a in answers if "unreachable" in a])
 
 
-def _search_run_folder(run_dir: str, name: str, pattern: re.Pattern, component: Optional[str], since: Optional[float],
-                       limit: int) -> dict:
+def _search_run_folder(run_dir: str, name: str, pattern: re.Pattern, component: Optional[str],
+                       since: Optional[float], limit: int) -> dict:
     """A stopped topology's logs, on this host."""
     matches, total, cut = [], 0, False
     for folder in sorted(glob.glob(os.path.join(run_dir, "logs", "container-*"))):
