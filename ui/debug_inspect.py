@@ -24,7 +24,7 @@ from squall.ui.pages import TEMPLATES, root_of
 
 # A kept result is shown as its own document, never with the UI's rights: py-spy's SVGs carry scripts.
 SANDBOX = {"Content-Security-Policy": "sandbox allow-scripts", "X-Content-Type-Options": "nosniff"}
-SECONDS = {"flame": 5.0, "memory": 5.0}  # what the page's buttons ask for
+SECONDS = {"flame": 5.0, "memory": 5.0}  # when a request does not say
 
 
 def result_link(name: str, container: int, file_name: str) -> str:

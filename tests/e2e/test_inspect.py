@@ -49,14 +49,14 @@ def test_logs_grep_and_profiles_of_tasks_in_two_containers(cluster):
     assert first.startswith(f"stacks of task {task} (instance-") and f"+{task}-spin, pid" in first  # its chain's
     assert "in spin_in_named_function" in out
 
-    out, _ = cluster.squall("profile", "inspect_spin", "--task", str(task), "--flame", "2")
+    out, _ = cluster.squall("profile", "inspect_spin", "--task", str(task), "--flame", "1")
     path = out.splitlines()[-1]
     assert os.path.dirname(path) == os.path.join(cluster.run_dir("inspect_spin"), "debug",
                                                  f"container-{tasks[task]}")
     frames = [t.text for t in ET.parse(path).getroot().iter("{http://www.w3.org/2000/svg}title")]
     assert any(f.startswith("spin_in_named_function (inspect_spin.py) - ") for f in frames)
 
-    out, _ = cluster.squall("profile", "inspect_spin", "--task", str(task), "--memory", "1")
+    out, _ = cluster.squall("profile", "inspect_spin", "--task", str(task), "--memory", "0.5")
     assert 'inspect_spin.py:20  kept.append(f"spin {time.monotonic()}" * 64)' in out
 
     # bad input: one line each, exit 2

@@ -32,8 +32,9 @@ CHILD = textwrap.dedent("""
 """)
 
 
-@pytest.fixture
-def server(tmp_path):
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("debug-server")
     debug_dir, log_dir = str(tmp_path / "debug"), str(tmp_path / "logs")
     os.makedirs(log_dir)
     with open(os.path.join(log_dir, "instance-7-spin.log"), "w") as f:

@@ -42,7 +42,8 @@
         method: "POST",
         headers: {"Content-Type": "application/json",
                   "Authorization": "Bearer " + (localStorage.getItem("squall-ui-token") || "")},
-        body: JSON.stringify({task: task, kind: kind})
+        body: JSON.stringify(button.hasAttribute("data-seconds")
+          ? {task: task, kind: kind, seconds: parseFloat(button.getAttribute("data-seconds"))} : {task: task, kind: kind})
       }).then(function (r) {
         return r.json().then(function (data) {
           if (!r.ok) { say(data.error || ("HTTP " + r.status), true); return; }
