@@ -2,7 +2,7 @@
 
 A user's error is a 4xx with one line (the CLI's): an unknown topology,
 component or process 404, a bad parameter 400, a missing or wrong token
-401/403; the state manager out of reach is 503. The API answers JSON
+401/403; the state manager or a container's debug server out of reach is 503. The API answers JSON
 (``{"error": ...}``), the pages an HTML page with the same line.
 """
 from __future__ import annotations
@@ -17,6 +17,7 @@ from fastapi.staticfiles import StaticFiles
 
 from squall import __version__
 from squall.errors import SquallError
+from squall.scheduler.inspection import DebugServerUnreachable
 from squall.scheduler.manager import NotRunning
 from squall.state import StateError
 from squall.ui import api, debug_inspect, pages
@@ -33,7 +34,7 @@ def status_of(error: Exception) -> int:
         return error.status
     if isinstance(error, (NotRunning, NotFound)):
         return 404
-    if isinstance(error, StateError):
+    if isinstance(error, (StateError, DebugServerUnreachable)):
         return 503
     return 400  # BadRequest, and every other SquallError: the user's (a bad parallelism, a locked topology)
 
