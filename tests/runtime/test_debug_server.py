@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from squall.runtime.debug_server import DebugServer, ServerSettings
+from squall.runtime import profiles
 from squall.runtime.profiles import Target
 from squall.testing import wait_until
 
@@ -111,3 +112,12 @@ def test_refusals_are_one_line_each(server):
     assert ask(server, "GET", "/result?name=../../etc/passwd") == (
         404, {"error": "container 1 keeps no result named '../../etc/passwd'"})
     assert ask(server, "GET", "/nowhere")[0] == 404
+
+
+@pytest.mark.skipif(not profiles.py_spy_usable(), reason="py-spy is not installed beside this Python, or Yama's "
+                                                         "ptrace_scope keeps it from tracing a sibling")
+def test_py_spy_draws_the_flame_graph_where_it_may_trace(server):
+    done = profiles.flame(server.tasks[7], 1.0, 0.01, "py-spy")
+    assert done["profiler"] == "py-spy"
+    with open(done["path"]) as f:
+        assert "busy_in_a_named_function" in f.read()
