@@ -19,7 +19,7 @@ from squall.commandline import (
 )
 from squall.conf import base_config
 from squall.errors import SquallError
-from squall.scheduler import actions, changes, from_report, launcher, logs, manager, shipped_files, views
+from squall.scheduler import actions, changes, from_report, inspection, launcher, logs, manager, shipped_files, views
 from squall.scheduler.base import LaunchOptions
 from squall.state import Kind, StateManager, make_state_manager, open_state_manager
 from squall.topology import valid_name
@@ -103,6 +103,13 @@ def register(sub: Subcommands) -> None:
     p.add_argument("--component", help="only this component's instances")
     p.add_argument("--task", type=int, help="only this task id")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing what is appended")
+    p.add_argument("--grep", metavar="REGEX", help="only the lines this regular expression matches, from every "
+                   "container (each searches its own logs, rotated ones too), newest first with file and line")
+    p.add_argument("--since", metavar="T", help="with --grep: lines from T on: a duration back (90s, 10m, 2h, 1d) "
+                   "or a local time (2026-11-26T15:04:05)")
+    p.add_argument("--limit", type=int, default=inspection.DEFAULT_LIMIT,
+                   help=f"with --grep: at most this many lines (default {inspection.DEFAULT_LIMIT})")
+    add_json_option(p)
     _state_options(p)
     p.set_defaults(func=with_state(cmd_logs))
 
@@ -290,10 +297,27 @@ def cmd_show(args: argparse.Namespace, state: StateManager) -> int:
 
 
 def cmd_logs(args: argparse.Namespace, state: StateManager) -> int:
+    if args.grep is not None:
+        return _grep_logs(args, state)
+    if args.since is not None or args.json:
+        raise SquallError("logs: --since and --json go with --grep REGEX")
     execution = state.get(Kind.EXECUTION_STATE, args.name)
     if execution is not None and execution.cluster != "local":
         print(logs.remote_logs_text(state, execution))
         return 0
     files = logs.local_logs(args.name, logs.run_dir_of(state, args.name), args.component, args.task)
     logs.print_logs(files, sys.stdout, args.follow)
+    return 0
+
+
+def _grep_logs(args: argparse.Namespace, state: StateManager) -> int:
+    if args.task is not None or args.follow:
+        raise SquallError("logs --grep: --task and --follow do not go with it (narrow with --component, --since)")
+    found = inspection.search_logs(state, args.name, args.grep, args.component, args.since, args.limit)
+    if args.json:
+        print_json(found)
+    elif found["matches"]:
+        print("\n".join(inspection.search_text(found)))
+    for note in inspection.search_notes(found):
+        print(f"squall: {note}", file=sys.stderr)
     return 0

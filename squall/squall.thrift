@@ -193,6 +193,8 @@ struct ContainerStatus {
   // on YARN: the YARN container id (CONTAINER_ID) and Skein's (SKEIN_CONTAINER_ID, service_instance)
   6: optional string yarn_container,
   7: optional string skein_container,
+  // host:port of the container's debug server (runtime/debug_server.py)
+  8: optional string debug_address,
 }
 
 struct StMgrLocation {
