@@ -60,6 +60,7 @@ from squall.logical import instance_process
 from squall.processargs import ProcessArgs
 from squall.runtime.bootstrap import RuntimeEnv, RuntimeStartError, load_env, setup_logging
 from squall.runtime.claim import SKEIN_CONTAINER_ENV, YARN_CONTAINER_ENV, claim, record_application
+from squall.runtime.debugging import DebugSettings, events_path
 from squall.runtime.logrotate import own_output_file, rotate
 from squall.state import Session, StateManager
 from squall.supervision import (RestartPolicy, Start, Supervised, Supervision, Terminate, log_tail,
@@ -338,7 +339,7 @@ class Executor:
         if now < self.next_rotate:
             return
         self.next_rotate = now + ROTATE_EVERY_SECS
-        paths = [os.path.join(self.log_dir, s.log_file) for s in self.specs.values()]
+        paths = [os.path.join(self.log_dir, s.log_file) for s in self.specs.values()] + [events_path(self.log_dir)]
         own = own_output_file()
         for path in paths + ([own] if own else []):
             if rotate(path, self.log_max_bytes, self.log_backups):
@@ -438,6 +439,7 @@ class Executor:
         signal.signal(signal.SIGTERM, self._signal)
         signal.signal(signal.SIGINT, self._signal)
         cancel = self.env.state.watch(Kind.PACKING_PLAN, self.env.name, self.on_plan)
+        debug = DebugSettings(self.env.state, self.env.name).start()
         leave_at: Optional[float] = None
         leave_deadline = 0.0
         try:
@@ -476,6 +478,7 @@ class Executor:
                     self.retire()
         finally:
             cancel()
+            debug.close()
             rest = self.supervision.running()
             log.info("stopping %d processes", len(rest))
             # instances first: they drain what their stream manager still holds for them and flush

@@ -36,6 +36,7 @@ _PLUGINS = [
     ("squall.yarn.cli", ["cluster", "rebalance", "yarn"]),
     ("squall.ui.cli", ["ui"]),
     ("squall.health.cli", ["health"]),
+    ("squall.scheduler.debug_cli", ["set-log-level", "sample", "events"]),
 ]
 
 

@@ -43,6 +43,7 @@ class Kind(enum.Enum):
     CHECKPOINTS = "checkpoints"
     HEALTH = "health"  # health/<topology>/{control,manager}: its mode and decisions (JSON; health/store.py)
     HEALTH_MANAGER = "healthmgrs"  # the health manager that acts now (one per topology)
+    DEBUG = "debug"  # debug/<topology>: log levels and tuple sampling in force (squall/debugging.py)
 
     @property
     def struct(self) -> Optional[type]:
@@ -112,6 +113,7 @@ _STRUCTS = {
     Kind.SCHEDULER: schema.SchedulerLocation,
     Kind.CONTAINER: schema.ContainerStatus,
     Kind.CHECKPOINTS: schema.Checkpoints,
+    Kind.DEBUG: schema.Debug,
 }
 
 

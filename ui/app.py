@@ -19,7 +19,7 @@ from squall import __version__
 from squall.errors import SquallError
 from squall.scheduler.manager import NotRunning
 from squall.state import StateError
-from squall.ui import api, pages
+from squall.ui import api, debug_levels, pages
 from squall.ui.context import UiContext
 from squall.ui.metrics import BadRequest
 from squall.ui.views import NotFound
@@ -63,5 +63,6 @@ def make_app(ctx: UiContext) -> FastAPI:
     app.add_exception_handler(RequestValidationError, invalid)
     app.include_router(api.router(ctx))
     app.include_router(pages.router(ctx))
+    app.include_router(debug_levels.router(ctx))
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app

@@ -32,9 +32,11 @@ import time
 from typing import TYPE_CHECKING, List, Optional, Protocol, Tuple, Union
 
 from squall.idl import schema
+from squall.runtime.debugging import DebugSettings, events_path
 from squall.runtime.instance.chain import Chain, ChainTimers, ComponentLogFilter
 from squall.runtime.instance.edge import UserError
 from squall.runtime.instance.make import make_instance
+from squall.runtime.instance.sampling import EventsLog, Sampler
 from squall.runtime.instance.state import Timers
 from squall.runtime.metrics_sender import BlockingMetricsSender
 from squall.runtime.protocol import HEADER, BlockingConnection, ProtocolError
@@ -134,6 +136,20 @@ def _instance(env: RuntimeEnv, component: str, task: int) -> Tuple[Driven, Optio
     return chain, [index[t] for _, t in members]
 
 
+def _debug_settings(env: RuntimeEnv, inst: Driven, events: EventsLog) -> DebugSettings:
+    """The task's (or chain's) log levels and sampling from ``debug/<topology>``; every emit sampled with
+    ``topology.debug``."""
+    members = inst.members if isinstance(inst, Chain) else [inst]
+    samplers = {m.component_name: Sampler(m, events) for m in members}
+
+    def on_sampling(percents: dict[str, float]) -> None:
+        for name, percent in percents.items():
+            samplers[name].set_percent(percent)
+
+    return DebugSettings(env.state, env.name, list(samplers), on_sampling,
+                         default_percent=100.0 if env.config["topology.debug"] else 0.0)
+
+
 def rest_of_frame(out: bytearray, head: int, sent: int) -> int:
     """Bytes of ``out`` left of a frame partly sent once its first ``sent`` bytes are: ``out`` is the
     ``head`` bytes that end a frame, then whole frames."""
@@ -155,8 +171,9 @@ class _Loop:
     """
 
     def __init__(self, inst: Driven, conn: BlockingConnection, metrics: BlockingMetricsSender,
-                 drain_max: float, gc_threshold: int) -> None:
+                 drain_max: float, gc_threshold: int, events: EventsLog) -> None:
         self.inst = inst
+        self.events = events  # sampled emits, written at each flush
         self.attach(conn)
         self.metrics = metrics
         self.drain_max = drain_max
@@ -254,6 +271,7 @@ class _Loop:
                 self.send_metrics()
             if flush_due:
                 self.send_out()
+                self.events.flush()
 
     def send_metrics(self) -> None:
         """The bucket's rows, to the container's metrics manager."""
@@ -288,6 +306,7 @@ class _Loop:
     def finish(self) -> None:
         """Send what is left (a spout's stream manager may not be reading it: bounded)."""
         self.inst.flush_all()
+        self.events.flush()
         if self.inst.out:
             self.sock.settimeout(self.drain_max)
             try:
@@ -306,6 +325,8 @@ def run(env: RuntimeEnv) -> int:
         return 2
     component = mine[0].id.component
     inst, chain = _instance(env, component, task)
+    events = EventsLog(events_path(env.log_dir))
+    debug = _debug_settings(env, inst, events).start()
     stop: list = []
     signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
     signal.signal(signal.SIGINT, lambda *a: stop.append(1))
@@ -315,7 +336,8 @@ def run(env: RuntimeEnv) -> int:
         gc.set_threshold(gc_threshold, *gc.get_threshold()[1:])
     # draining after SIGTERM ends well before the executor's SIGKILL
     drain_max = max(0.5, float(env.config["squall.executor.kill.grace.secs"]) / 2)
-    loop = _Loop(inst, conn, BlockingMetricsSender(env, local_host(env), task, component), drain_max, gc_threshold)
+    loop = _Loop(inst, conn, BlockingMetricsSender(env, local_host(env), task, component), drain_max, gc_threshold,
+                 events)
     log.info("task %d (%s) connected to its stream manager", task, component)
     try:
         while True:
@@ -351,6 +373,8 @@ def run(env: RuntimeEnv) -> int:
             return 1
         raise
     finally:
+        debug.close()
+        events.flush()
         inst.close()
         loop.conn.close()
     log.info("task %d stopped", task)
