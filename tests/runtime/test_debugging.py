@@ -4,6 +4,7 @@ methods restored when it turns off, the events' JSON."""
 import json
 import logging
 import random
+import uuid
 
 import pytest
 from test_fast_path import Src, build, frames, instance
@@ -13,6 +14,7 @@ from squall.debugging import LevelRequest
 from squall.runtime.debugging import DebugSettings, LevelKeeper
 from squall.runtime.instance.sampling import EventsLog, Sampler, event_line, skips
 from squall.state import Kind, LocalStateManager
+from squall.state.zookeeper import ZooKeeperStateManager
 from squall.testing import wait_until
 
 
@@ -103,10 +105,18 @@ def test_levels_are_set_and_each_logger_gets_its_own_back():
     assert logger.level == logging.WARNING and keeper.applied == {}
 
 
-def test_a_process_applies_the_record_and_reverts_on_expiry(tmp_path):
+@pytest.fixture(params=["local", "zookeeper"])
+def state_manager(request, tmp_path):
+    if request.param == "local":
+        return LocalStateManager(str(tmp_path), poll_interval=0.05)
+    return ZooKeeperStateManager(request.getfixturevalue("zookeeper").hosts, f"/squall-{uuid.uuid4().hex[:8]}",
+                                 session_timeout=2.0, auth="squall:test-credential")
+
+
+def test_a_process_applies_the_record_and_reverts_on_expiry(state_manager):
     name = "dbg"
     logger = logging.getLogger("squall.test.settings")
-    with LocalStateManager(str(tmp_path), poll_interval=0.05) as state:
+    with state_manager as state:
         now = [1000.0]
         # set before the process starts: it reads the record at start (a restarted process takes it again)
         state.put(Kind.DEBUG, name, debugging.set_levels(None, [LevelRequest("squall.test.settings", "DEBUG", 60)],
