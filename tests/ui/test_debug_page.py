@@ -3,7 +3,8 @@ local cluster: the REST API refuses without the token and with bad input; the to
 level and its row resets it; the events page's buttons sample the splitter and stop, and its filter shows
 one component's sampled emits with their values.
 
-With ``SQUALL_UI_SCREENSHOTS=DIR`` the events page is saved there as ``events.png`` (docs/debugging.md)."""
+With ``SQUALL_UI_SCREENSHOTS=DIR`` the events page is saved there as ``events.png``, the topology page with a
+level set as ``topology-levels.png`` (docs/debugging.md)."""
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
@@ -38,7 +39,7 @@ def test_levels_and_sampling_from_the_pages_behind_the_token(browser, local):
     levels = wait_until(lambda: local.get(f"{API}/debug")["levels"], timeout=10, what="the level in the record")
     assert [(e["logger"], e["level"], e["component"]) for e in levels] == [("ui_words", "DEBUG", "split")]
     assert local.get("/api/v1/topology/ui_words")["debug"]["levels"] == levels
-    page(browser, local, "/topology/ui_words")
+    page(browser, local, "/topology/ui_words", "topology-levels")
     assert texts(browser, "#levels tbody td")[:3] == ["ui_words", "DEBUG", "split"]
     browser.find_element(By.CSS_SELECTOR, "[data-level-reset]").click()
     message(browser, "reset ui_words")
