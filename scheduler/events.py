@@ -11,7 +11,7 @@ import glob
 import json
 import os
 import time
-from typing import Callable, Iterator, Optional, TextIO
+from typing import Callable, Optional, TextIO
 
 from squall.errors import SquallError
 from squall.scheduler.logs import run_dir_of
@@ -79,34 +79,43 @@ def event_json(event: dict) -> str:
     return json.dumps(event)
 
 
+class Follower:
+    """The events appended to the current events logs (``files()``, asked again at each ``poll``: a new
+    container's) since it was made; a line still being written is read once it is whole."""
+
+    def __init__(self, files: Callable[[], list[str]], component: Optional[str]) -> None:
+        self.files, self.component = files, component
+        self.offsets = {path: _size(path) for path in files() if not _rotated(path)}
+
+    def poll(self) -> list[dict]:
+        found = []
+        for path in self.files():
+            if not _rotated(path):
+                found += self._appended(path)
+        return found
+
+    def _appended(self, path: str) -> list[dict]:
+        offset = self.offsets.get(path, 0)
+        if _size(path) < offset:  # rotated (copied and truncated): read it from its start again
+            offset = 0
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read()
+        end = data.rfind(b"\n") + 1
+        self.offsets[path] = offset + end
+        events = map(parse, data[:end].decode(errors="replace").splitlines())
+        return [e for e in events if e is not None and self.component in (None, e["component"])]
+
+
 def follow(files: Callable[[], list[str]], component: Optional[str], out: TextIO,
-           render: Callable[[dict], str], stop: Callable[[], bool] = lambda: False) -> None:
-    """Print the events appended to the current events logs (``files()``, asked again each round: a new
-    container's) from now on, until ``stop()`` or an interrupt."""
-    offsets = {path: _size(path) for path in files() if not _rotated(path)}
-    while not stop():
+           render: Callable[[dict], str]) -> None:
+    """Print the events written from now on, until interrupted (``squall events --follow``)."""
+    follower = Follower(files, component)
+    while True:
         time.sleep(FOLLOW_POLL_SECS)
-        for path in files():
-            if _rotated(path):
-                continue
-            for event in _appended(path, offsets, component):
-                out.write(render(event) + "\n")
+        for event in follower.poll():
+            out.write(render(event) + "\n")
         out.flush()
-
-
-def _appended(path: str, offsets: dict[str, int], component: Optional[str]) -> Iterator[dict]:
-    offset = offsets.get(path, 0)
-    if _size(path) < offset:  # rotated (copied and truncated): read it from its start again
-        offset = 0
-    with open(path, "rb") as f:
-        f.seek(offset)
-        data = f.read()
-    end = data.rfind(b"\n") + 1  # a line still being written is read next round
-    offsets[path] = offset + end
-    for line in data[:end].decode(errors="replace").splitlines():
-        event = parse(line)
-        if event is not None and component in (None, event["component"]):
-            yield event
 
 
 def _size(path: str) -> int:

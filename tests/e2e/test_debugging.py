@@ -95,6 +95,8 @@ def test_levels_follow_the_record_and_sampling_writes_its_share(cluster, tmp_pat
     assert all(e["values"] == [e["id"], f"text-{e['id']}"] and e["stream"] == "default" for e in events)
     assert len({e["id"] for e in events}) == len(events) and all(0 <= e["id"] < TUPLES for e in events)
     assert events_of(cluster, "--component", "ticking") == []
+    last, _ = cluster.squall("events", "debugged", "--limit", "1")
+    assert re.fullmatch(r"\S+ \S+ numbers\[\d+\] default id=(\d+) \[\1, \"text-\1\"\]\n", last), last
 
     # off: a second batch adds nothing
     cluster.squall("sample", "debugged", "--off")
