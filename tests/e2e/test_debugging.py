@@ -15,6 +15,8 @@ import time
 import psutil
 from e2e_harness import wait_until
 
+from squall.state import Kind
+
 TUPLES = 2000
 DEBUG_LINE = re.compile(r" DEBUG \[c\d+ instance-\d+ (\d+)\] debugged\.(\w+): ")
 
@@ -63,8 +65,19 @@ def test_levels_follow_the_record_and_sampling_writes_its_share(cluster, tmp_pat
         _, err = cluster.squall(*argv, expect=2)
         assert error in err and len(err.strip().splitlines()) == 1, err
     with cluster.state() as state:
-        from squall.state import Kind
         assert state.get(Kind.DEBUG, "debugged") is None
+
+    # without --component: every runtime process (the health manager's aside) takes it, and gives it back
+    cluster.squall("set-log-level", "debugged", "squall.marker=ERROR")
+    processes = [p for p in glob.glob(os.path.join(run_dir, "logs", "container-*", "*.log"))
+                 if not p.endswith("health.log")]
+    assert {os.path.basename(p).split("-")[0].split(".")[0] for p in processes} == {
+        "executor", "tmaster", "metricsmgr", "stmgr", "instance"}
+    wait_until(lambda: all("log level of squall.marker set to ERROR" in open(p).read() for p in processes),
+               timeout=10, what="every process to set the level")
+    cluster.squall("set-log-level", "debugged", "--reset", "squall.marker")
+    wait_until(lambda: all("log level of squall.marker reverted to NOTSET" in open(p).read() for p in processes),
+               timeout=10, what="every process to revert it")
 
     # sampling first, then the spout's first batch
     cluster.squall("sample", "debugged", "--component", "numbers", "--percent", "10")
@@ -115,3 +128,5 @@ def test_levels_follow_the_record_and_sampling_writes_its_share(cluster, tmp_pat
         assert not debug_pids(after, "Ticking"), f"DEBUG lines after the revert in {path}"
     assert json.loads(cluster.squall("show", "debugged", "--json")[0])["debug"]["levels"] == []
     cluster.squall("kill", "debugged")
+    with cluster.state() as state:
+        assert state.get(Kind.DEBUG, "debugged") is None  # killed with the topology's other records
