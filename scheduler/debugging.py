@@ -74,13 +74,14 @@ def debug_view(state: StateManager, name: str, now: Optional[float] = None) -> d
 
 def debug_lines(view: dict) -> list[str]:
     """``debug_view`` as text: one line per level and sampling in force, with when it reverts."""
-    def until(expires: Optional[float]) -> str:
-        return "until reset" if expires is None else \
+    def until(expires: Optional[float], forever: str) -> str:
+        return forever if expires is None else \
             f"until {time.strftime('%H:%M:%S', time.localtime(expires))} ({max(0.0, expires - time.time()):.0f}s)"
 
-    lines = [f"{e['logger']}={e['level']} in {_where(e['component'])} {until(e['expires'])}" for e in view["levels"]]
+    lines = [f"{e['logger']}={e['level']} in {_where(e['component'])} {until(e['expires'], 'until reset')}"
+             for e in view["levels"]]
     lines += [f"sampling {s['percent']:g}% of the emits of {s['component'] or 'every component'} "
-              f"{until(s['expires'])}" for s in view["sampling"]]
+              f"{until(s['expires'], 'until --off')}" for s in view["sampling"]]
     return lines
 
 
