@@ -306,7 +306,6 @@ class _Loop:
     def finish(self) -> None:
         """Send what is left (a spout's stream manager may not be reading it: bounded)."""
         self.inst.flush_all()
-        self.events.flush()
         if self.inst.out:
             self.sock.settimeout(self.drain_max)
             try:
