@@ -2,6 +2,9 @@
 --follow's events, appended from then on, a line being written only once it is whole."""
 import json
 
+import pytest
+
+from squall.errors import SquallError
 from squall.scheduler import events
 
 
@@ -32,3 +35,20 @@ def test_following_gives_whole_lines_appended_since_and_survives_a_rotation(tmp_
     assert follower.poll() == []
     path.write_text(line(5.0, "a", 5) + "\n")  # copied and truncated, then written again
     assert [e["id"] for e in follower.poll()] == [5]
+
+
+def test_on_yarn_the_events_logs_are_named_where_the_containers_keep_them(tmp_path):
+    from squall.idl import schema
+    from squall.state import Kind, LocalStateManager, member
+
+    with LocalStateManager(str(tmp_path)) as state:
+        state.put(Kind.EXECUTION_STATE, "t", schema.ExecutionState(
+            topology_name="t", run_id="r", run_dir=str(tmp_path), submit_time=0.0, submitter="me",
+            status=schema.TopologyStatus.RUNNING, secret="s", cluster="yarn", python="python"))
+        state.put(Kind.CONTAINER, member("t", 1), schema.ContainerStatus(
+            container=1, host="node7", executor_pid=1, updated=0.0,
+            processes=[schema.ProcessStatus(name="stmgr", pid=2, restarts=0, crashes=0,
+                                            log_file="/yarn/logs/container_01/stmgr.log")]))
+        with pytest.raises(SquallError, match=r"runs on yarn: its events logs are in its containers' log folders "
+                                              r"\(/yarn/logs/container_01\)"):
+            events.event_files(state, "t")
