@@ -137,3 +137,27 @@ def test_a_process_applies_the_record_and_reverts_on_expiry(state_manager):
         other = DebugSettings(state, name, ["split"]).start()  # another component: not its level
         other.close()
         assert logger.level == logging.NOTSET
+
+
+@pytest.mark.parametrize("many", [False, True], ids=["emit", "emit_many"])
+def test_a_chain_member_s_emits_handed_on_by_call_are_sampled(many):
+    from test_chain import MID, OUT, SRC, Mid, Out, Src, make, plan_frame, topology
+
+    from squall.runtime.instance.chain import Chain
+
+    topo = topology()
+    src, out = Src([f"w{n}" for n in range(50)], ids=False, many=many), Out()
+    head = make(topo, "a_src", SRC, src, chained_to=MID)
+    mid = make(topo, "b_mid", MID, Mid(), chained_to=OUT)
+    chain = Chain([head, mid, make(topo, "c_out", OUT, out)])
+    events = EventsLog("unused")
+    for member in (head, mid):
+        Sampler(member, events).set_percent(100)
+    chain.on_frame(plan_frame(), 0.0)
+    while src.todo:
+        chain.spout_burst()
+    lines = [json.loads(line) for line in events.lines]
+    assert [(e["component"], e["values"]) for e in lines if e["component"] == "a_src"] == [
+        ("a_src", [f"w{n}"]) for n in range(50)]
+    assert [e["values"] for e in lines if e["component"] == "b_mid"] == [[f"W{n}"] for n in range(50)]
+    assert len(out.seen) == 50  # delivered by call, as without sampling
