@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FLUSH_LINES = 10_000  # lines buffered before they are written whatever the loop's flush timer says
+# made once: json.dumps with options makes an encoder at every call (the most of a sampled emit's cost)
+_encode = json.JSONEncoder(default=repr, allow_nan=False).encode
 
 
 def skips(percent: float, uniform: Callable[[], float] = random.random) -> Callable[[], int]:
@@ -53,7 +55,7 @@ def event_line(component: str, task: int, stream: str, tup_id: object, values: S
     event = {"time": round(now, 6), "component": component, "task": task, "stream": stream, "id": tup_id,
              "values": list(values)}
     try:
-        return json.dumps(event, default=repr, allow_nan=False)
+        return _encode(event)
     except (TypeError, ValueError):  # keys JSON cannot hold, NaN: each value as JSON or its repr
         event["id"] = _json_or_repr(tup_id)
         event["values"] = [_json_or_repr(v) for v in values]
