@@ -200,14 +200,6 @@ def next_expiry(debug: Optional[schema.Debug], now: float) -> Optional[float]:
     return min(times, default=None)
 
 
-def check_components(debug: schema.Debug, components: Iterable[str]) -> None:
-    """Every entry's component is one of ``components`` (the topology's)."""
-    known = set(components)
-    for name in [e.component for e in debug.levels] + [s.component for s in debug.sampling]:
-        if name is not None and name not in known:
-            raise DebugError(f"unknown component {name!r}: the topology has {', '.join(sorted(known))}")
-
-
 def to_json(debug: Optional[schema.Debug], now: float) -> dict:
     """The entries in force, as ``squall show --json``, the UI and the REST API give them."""
     record = live(debug, now)

@@ -81,12 +81,6 @@ def test_sampling_of_a_component_wins_over_every_component_and_off_keeps_it_off(
     assert debugging.sampling_percent(debugging.sampling_off(off, None, NOW), "split", NOW, default=100.0) == 100.0
 
 
-def test_entries_must_name_the_topology_s_components():
-    record = debugging.set_sampling(None, 5, "nosuch", None, NOW)
-    with pytest.raises(DebugError, match="unknown component 'nosuch': the topology has count, split"):
-        debugging.check_components(record, ["split", "count"])
-
-
 def test_the_json_view_lists_what_is_in_force_with_its_expiry():
     record = debugging.set_levels(None, [LevelRequest("root", "DEBUG", 30)], "count", NOW)
     record = debugging.set_sampling(record, 2.5, None, None, NOW)
