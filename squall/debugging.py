@@ -8,7 +8,7 @@ returns a new ``schema.Debug``).
 - A level or a sampling entry is for one component (the processes of its tasks) or, without one, for
   every process of the topology. An entry for a component wins over the one for all, for that
   component; a process that runs several components (a chain) takes the most verbose of its
-  components' levels of a logger, and the highest of their sampling percentages is each member's own.
+  components' levels of a logger (a logger is the process's), while each member samples its own emits.
 - An entry ends at its ``expires`` (wall-clock seconds), or never without one; an entry past its
   expiry is not in force, and every change drops those.
 - Levels are Python's (``DEBUG INFO WARNING ERROR CRITICAL``); Storm's ``TRACE WARN FATAL`` are taken
