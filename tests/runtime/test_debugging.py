@@ -161,3 +161,25 @@ def test_a_chain_member_s_emits_handed_on_by_call_are_sampled(many):
         ("a_src", [f"w{n}"]) for n in range(50)]
     assert [e["values"] for e in lines if e["component"] == "b_mid"] == [[f"W{n}"] for n in range(50)]
     assert len(out.seen) == 50  # delivered by call, as without sampling
+
+
+def test_topology_debug_samples_every_emit_until_the_record_says_otherwise(tmp_path):
+    from types import SimpleNamespace
+
+    from squall.runtime.instance.loop import _debug_settings
+
+    spout = Src()
+    inst, _ = instance(build(Grouping.SHUFFLE, par=2), spout)
+    events = EventsLog("unused")
+    own = type(spout).__dict__["emit"]
+    with LocalStateManager(str(tmp_path), poll_interval=0.05) as state:
+        env = SimpleNamespace(state=state, name="dbg", config={"topology.debug": True})
+        settings = _debug_settings(env, inst, events).start()
+        try:
+            spout.emit(["a", 1])
+            state.put(Kind.DEBUG, "dbg", debugging.set_sampling(None, 0, "src", None, 0.0))
+            wait_until(lambda: type(spout).__dict__["emit"] is own, timeout=5, what="sampling off: the own emit back")
+            spout.emit(["b", 2])
+        finally:
+            settings.close()
+    assert [json.loads(line)["values"] for line in events.lines] == [["a", 1]]
