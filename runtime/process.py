@@ -12,6 +12,7 @@ from typing import Optional
 from squall.processargs import ProcessArgs
 from squall.runtime.bootstrap import RuntimeStartError, load_env, setup_logging
 from squall.runtime.debug_agent import DebugAgent
+from squall.runtime.debugging import DebugSettings
 from squall.supervision import die_with_parent
 
 log = logging.getLogger("squall.runtime.process")
@@ -28,6 +29,8 @@ def main(argv: Optional[list] = None) -> int:
         return 2
     agent = DebugAgent(env.debug_dir)  # stacks and profiles on its container's debug server's signal
     agent.install()
+    # an instance applies its own, for its components (runtime/instance/loop.py)
+    debug = DebugSettings(env.state, env.name).start() if args.role != "instance" else None
     try:
         if args.role == "tmaster":
             from squall.runtime import tmaster as role
@@ -43,6 +46,8 @@ def main(argv: Optional[list] = None) -> int:
         return role.run(env)
     finally:
         agent.close()
+        if debug is not None:
+            debug.close()
         env.close()
 
 

@@ -17,6 +17,7 @@ from squall.logical import process_tasks
 from squall.packing import plan_to_json
 from squall.runtime.client import TMasterUnreachable, query_metrics
 from squall.scheduler import launcher, manager, shipped_files
+from squall.scheduler.debugging import debug_lines, debug_view
 from squall.state import Kind, StateManager, member
 from squall.state.status import topology_health
 
@@ -77,6 +78,7 @@ class TopologyView(TypedDict):
     files: list[dict]  # the shipped files' versions in force: alias, version, name, size, sha256
     processes: list[ProcessRow]
     errors: Optional[list[UserError]]  # None: not asked, or the topology master did not answer
+    debug: dict  # log levels and sampling in force (scheduler/debugging.py's debug_view)
 
 
 def list_data(state: StateManager) -> list[TopologyRow]:
@@ -165,6 +167,7 @@ def show_data(state: StateManager, name: str, errors: bool = True, every_process
         files=shipped_files.shown(state.get(Kind.FILES, name)),
         processes=processes(state, name) if every_process else [],
         errors=user_errors(state, name) if errors else None,
+        debug=debug_view(state, name),
     )
 
 
@@ -209,6 +212,9 @@ def show_text(data: TopologyView) -> str:
           p["pid"] or "-", p["state"], p["restarts"]] for p in data["processes"]],
         right={"container", "pid", "restarts"},
     ))
+    if data["debug"]["levels"] or data["debug"]["sampling"]:
+        lines.append("\ndebugging (squall set-log-level, squall sample)")
+        lines += ["  " + line for line in debug_lines(data["debug"])]
     errors = data["errors"]
     if errors is None:
         lines.append("\nerrors in user code: unknown (its topology master did not answer)")

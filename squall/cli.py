@@ -37,6 +37,7 @@ _PLUGINS = [
     ("squall.ui.cli", ["ui"]),
     ("squall.health.cli", ["health"]),
     ("squall.scheduler.inspection_cli", ["profile"]),
+    ("squall.scheduler.debug_cli", ["set-log-level", "sample", "events"]),
 ]
 
 

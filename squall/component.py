@@ -5,6 +5,8 @@ heronpy-shaped. The runtime attaches a collector to each component before
 """
 from __future__ import annotations
 
+import logging
+from functools import cached_property
 from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequence, Union
 
 from squall.metrics import Metric
@@ -244,6 +246,13 @@ class Component:
     def attach(self, collector: Collector) -> None:
         """The runtime's (or squall.testing's): where this component's emit/ack/fail/report_error go."""
         self._collector = collector
+
+    @cached_property
+    def logger(self) -> logging.Logger:
+        """This component's logger, named after its class (``module.Class``): ``squall set-log-level`` sets
+        its level by that name, or by its module's (the parent of the module's ``logging.getLogger(__name__)``).
+        A component may assign its own."""
+        return logging.getLogger(f"{type(self).__module__}.{type(self).__qualname__}")
 
     def initialize(self, config: Mapping[str, object], context: TopologyContext) -> None:
         """Called once in the task's process before any tuple."""

@@ -499,3 +499,31 @@ struct ShippedFile {
 struct ShippedFiles {
   1: required list<ShippedFile> files,
 }
+
+// One logger level set by `squall set-log-level` (squall/debugging.py has the rules).
+struct LogLevel {
+  // a logger's name ("root": the root logger)
+  1: required string logger,
+  // DEBUG, INFO, WARNING, ERROR or CRITICAL
+  2: required string level,
+  // only the processes of this component's tasks (unset: every process of the topology)
+  3: optional string component,
+  // wall-clock seconds when it reverts (unset: until reset)
+  4: optional double expires,
+}
+
+// Tuple sampling set by `squall sample`: a share of a component's emits written to its container's events log.
+struct Sampling {
+  // 0 < percent <= 100
+  1: required double percent,
+  // unset: every component
+  2: optional string component,
+  // wall-clock seconds when it stops (unset: until turned off)
+  3: optional double expires,
+}
+
+// debug/<topology>: watched by every process of the topology, written by the CLI, the UI and the REST API.
+struct Debug {
+  1: required list<LogLevel> levels,
+  2: required list<Sampling> sampling,
+}

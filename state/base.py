@@ -44,6 +44,7 @@ class Kind(enum.Enum):
     HEALTH = "health"  # health/<topology>/{control,manager}: its mode and decisions (JSON; health/store.py)
     HEALTH_MANAGER = "healthmgrs"  # the health manager that acts now (one per topology)
     FILES = "files"  # files/<topology>: the shipped files' versions in force (ShippedFiles)
+    DEBUG = "debug"  # debug/<topology>: log levels and tuple sampling in force (squall/debugging.py)
 
     @property
     def struct(self) -> Optional[type]:
@@ -114,6 +115,7 @@ _STRUCTS = {
     Kind.CONTAINER: schema.ContainerStatus,
     Kind.CHECKPOINTS: schema.Checkpoints,
     Kind.FILES: schema.ShippedFiles,
+    Kind.DEBUG: schema.Debug,
 }
 
 

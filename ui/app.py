@@ -20,7 +20,7 @@ from squall.errors import SquallError
 from squall.scheduler.inspection import DebugServerUnreachable
 from squall.scheduler.manager import NotRunning
 from squall.state import StateError
-from squall.ui import api, debug_files, debug_inspect, pages
+from squall.ui import api, debug_files, debug_inspect, debug_levels, pages
 from squall.ui.context import UiContext
 from squall.ui.metrics import BadRequest
 from squall.ui.views import NotFound
@@ -66,5 +66,6 @@ def make_app(ctx: UiContext) -> FastAPI:
     app.include_router(debug_files.router(ctx))
     app.include_router(pages.router(ctx))
     app.include_router(debug_inspect.router(ctx))
+    app.include_router(debug_levels.router(ctx))
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app

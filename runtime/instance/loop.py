@@ -32,9 +32,11 @@ import time
 from typing import TYPE_CHECKING, List, Optional, Protocol, Tuple, Union
 
 from squall.idl import schema
+from squall.runtime.debugging import DebugSettings, events_path
 from squall.runtime.instance.chain import Chain, ChainTimers, ComponentLogFilter
 from squall.runtime.instance.edge import UserError
 from squall.runtime.instance.make import make_instance
+from squall.runtime.instance.sampling import EventsLog, Sampler
 from squall.runtime.instance.state import Timers
 from squall.runtime.metrics_sender import BlockingMetricsSender
 from squall.runtime.protocol import HEADER, BlockingConnection, ProtocolError
@@ -142,6 +144,20 @@ def _instance(env: RuntimeEnv, component: str, task: int,
     return chain, [index[t] for _, t in members]
 
 
+def _debug_settings(env: RuntimeEnv, inst: Driven, events: EventsLog) -> DebugSettings:
+    """The task's (or chain's) log levels and sampling from ``debug/<topology>``; every emit sampled with
+    ``topology.debug``."""
+    members = inst.members if isinstance(inst, Chain) else [inst]
+    samplers = {m.component_name: Sampler(m, events) for m in members}
+
+    def on_sampling(percents: dict[str, float]) -> None:
+        for name, percent in percents.items():
+            samplers[name].set_percent(percent)
+
+    return DebugSettings(env.state, env.name, list(samplers), on_sampling,
+                         default_percent=100.0 if env.config["topology.debug"] else 0.0)
+
+
 def rest_of_frame(out: bytearray, head: int, sent: int) -> int:
     """Bytes of ``out`` left of a frame partly sent once its first ``sent`` bytes are: ``out`` is the
     ``head`` bytes that end a frame, then whole frames."""
@@ -163,8 +179,10 @@ class _Loop:
     """
 
     def __init__(self, inst: Driven, conn: BlockingConnection, metrics: BlockingMetricsSender,
-                 drain_max: float, gc_threshold: int, files: Optional[FilesInForce] = None) -> None:
+                 drain_max: float, gc_threshold: int, events: EventsLog,
+                 files: Optional[FilesInForce] = None) -> None:
         self.inst = inst
+        self.events = events  # sampled emits, written at each flush
         self.files = files  # new versions of shipped files, taken at flush ticks
         self.attach(conn)
         self.metrics = metrics
@@ -263,6 +281,7 @@ class _Loop:
                 self.send_metrics()
             if flush_due:
                 self.send_out()
+                self.events.flush()
                 if self.files is not None:
                     for alias, path in self.files.take():
                         inst.on_file_update(alias, path)
@@ -319,6 +338,8 @@ def run(env: RuntimeEnv) -> int:
     component = mine[0].id.component
     files = start_shipped_files(env)
     inst, chain = _instance(env, component, task, files)
+    events = EventsLog(events_path(env.log_dir))
+    debug = _debug_settings(env, inst, events).start()
     stop: list = []
     signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
     signal.signal(signal.SIGINT, lambda *a: stop.append(1))
@@ -329,7 +350,7 @@ def run(env: RuntimeEnv) -> int:
     # draining after SIGTERM ends well before the executor's SIGKILL
     drain_max = max(0.5, float(env.config["squall.executor.kill.grace.secs"]) / 2)
     loop = _Loop(inst, conn, BlockingMetricsSender(env, local_host(env), task, component), drain_max, gc_threshold,
-                 files)
+                 events, files)
     log.info("task %d (%s) connected to its stream manager", task, component)
     try:
         while True:
@@ -365,6 +386,8 @@ def run(env: RuntimeEnv) -> int:
             return 1
         raise
     finally:
+        debug.close()
+        events.flush()
         inst.close()
         loop.conn.close()
     log.info("task %d stopped", task)
