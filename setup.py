@@ -29,6 +29,7 @@ SOLVER = ["ortools>=9.10"]  # CP-SAT: the optimum bench/packing.py compares pack
 UI = ["fastapi>=0.110", "uvicorn>=0.27", "jinja2>=3.1"]  # squall ui: the REST API (with OpenAPI) and pages
 HDFS = ["pyarrow>=10"]  # checkpoint storage and the file connectors on HDFS (pyarrow's HadoopFileSystem)
 KAFKA = ["confluent-kafka>=2.3"]  # the Kafka connectors (librdkafka; its mock cluster is the test broker)
+PROFILE = ["py-spy>=0.3"]  # squall profile --flame from outside the process, where it may be traced
 PACKAGES = _packages()
 
 setup(
@@ -48,7 +49,8 @@ setup(
         "ui": UI,
         "hdfs": HDFS,
         "kafka": KAFKA,
-        "all": YARN + REPORTS + SOLVER + UI + HDFS + KAFKA,
+        "profile": PROFILE,
+        "all": YARN + REPORTS + SOLVER + UI + HDFS + KAFKA + PROFILE,
         # selenium drives Debian's chromium through /usr/bin/chromedriver (the Makefile installs both)
         "test": ["pytest>=7", "pytest-timeout>=2.1", "hypothesis>=6.50", "selenium>=4.10"],
     },

@@ -66,6 +66,14 @@ class RuntimeEnv:
         return self.args.log_dir or os.path.join(self.run_dir, "logs", f"container-{self.args.container}")
 
     @property
+    def debug_dir(self) -> str:
+        """Where this container keeps its stacks and profiles: ``<--log-dir>/debug`` (on YARN, served by its
+        debug server), else ``<run_dir>/debug/container-<id>``."""
+        if self.args.log_dir:
+            return os.path.join(self.args.log_dir, "debug")
+        return os.path.join(self.run_dir, "debug", f"container-{self.args.container}")
+
+    @property
     def metrics_dir(self) -> str:
         """Where this container's metrics manager writes: ``--log-dir``, else ``<run_dir>/metrics``."""
         return self.args.log_dir or os.path.join(self.run_dir, "metrics")

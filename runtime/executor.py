@@ -25,6 +25,10 @@ ids are claimed: ``squall.runtime.claim``), this one stops with
 ``EXIT_CLAIM_LOST`` and YARN relaunches it to claim a free id. On YARN an
 executor started with ``--service`` claims its id before anything else.
 
+It serves the container's debug server (``squall.runtime.debug_server``: its logs searched, stacks and
+profiles of its tasks) from a thread; the loop only hands it the task -> process table when that changes,
+and its address goes into the container's record.
+
 It rotates its children's log files and its own by size
 (``squall.log.max.mb``, ``squall.log.backups``; ``squall.runtime.logrotate``).
 
@@ -60,7 +64,11 @@ from squall.logical import instance_process
 from squall.processargs import ProcessArgs
 from squall.runtime.bootstrap import RuntimeEnv, RuntimeStartError, load_env, setup_logging
 from squall.runtime.claim import SKEIN_CONTAINER_ENV, YARN_CONTAINER_ENV, claim, record_application
+from squall.runtime.debug_agent import forget_process
+from squall.runtime.debug_server import DebugServer, ServerSettings
+from squall.runtime.debugging import DebugSettings, events_path
 from squall.runtime.logrotate import own_output_file, rotate
+from squall.runtime.profiles import Target
 from squall.state import Session, StateManager
 from squall.supervision import (RestartPolicy, Start, Supervised, Supervision, Terminate, log_tail,
                                 stop_processes)
@@ -236,6 +244,11 @@ class Executor:
         self.drain = float(cfg["squall.executor.drain.secs"])
         self.draining: set[str] = set()  # plan ids whose physical plan ran: their leavers drain
         self.leaving: Optional[str] = None  # plan id without this container
+        self.debug_server = DebugServer(env.bind_host, ServerSettings(
+            container=self.container, host=env.advertised_host, secret=env.secret, log_dir=self.log_dir,
+            debug_dir=env.debug_dir, max_matches=int(cfg["squall.debug.search.max.matches"]),
+            profiler=str(cfg["squall.debug.profiler"]), interval=float(cfg["squall.debug.sample.interval.ms"]) / 1000,
+            max_secs=float(cfg["squall.debug.profile.max.secs"])))
 
     # sockets handed to the daemons -------------------------------------------------
     def bind(self) -> None:
@@ -326,11 +339,15 @@ class Executor:
                                  failure=u.failure, log_file=os.path.join(self.log_dir, self.specs[u.name].log_file))
             for _, u in sorted(self.supervision.units.items())
         ]
+        self.debug_server.tasks = {task: Target(u.name, u.process.pid if u.process is not None else 0, self.env.debug_dir)
+                            for u in self.supervision.units.values() if u.name in self.specs
+                            for task in self.specs[u.name].tasks}
         self.status.publish(schema.ContainerStatus(container=self.container, host=socket.gethostname(),
                                                    executor_pid=os.getpid(), updated=time.time(),
                                                    processes=processes,
                                                    yarn_container=os.environ.get(YARN_CONTAINER_ENV),
-                                                   skein_container=os.environ.get(SKEIN_CONTAINER_ENV)))
+                                                   skein_container=os.environ.get(SKEIN_CONTAINER_ENV),
+                                                   debug_address=self.debug_server.address))
 
     def rotate_logs(self) -> None:
         """Rotate every log file of this container above ``squall.log.max.mb`` (every few seconds)."""
@@ -338,7 +355,7 @@ class Executor:
         if now < self.next_rotate:
             return
         self.next_rotate = now + ROTATE_EVERY_SECS
-        paths = [os.path.join(self.log_dir, s.log_file) for s in self.specs.values()]
+        paths = [os.path.join(self.log_dir, s.log_file) for s in self.specs.values()] + [events_path(self.log_dir)]
         own = own_output_file()
         for path in paths + ([own] if own else []):
             if rotate(path, self.log_max_bytes, self.log_backups):
@@ -380,6 +397,7 @@ class Executor:
                 continue
             changed = True
             self.supervision.exited(unit, code, now)
+            forget_process(self.env.debug_dir, p.pid)  # a SIGKILLed child left its handlers' files
             if unit.leaving:
                 log.info("%s (pid %d) exited with %s", unit.name, p.pid, code)
             elif unit.failure is not None:
@@ -435,9 +453,11 @@ class Executor:
         from squall.state import Kind
 
         self.bind()
+        self.debug_server.start()
         signal.signal(signal.SIGTERM, self._signal)
         signal.signal(signal.SIGINT, self._signal)
         cancel = self.env.state.watch(Kind.PACKING_PLAN, self.env.name, self.on_plan)
+        debug = DebugSettings(self.env.state, self.env.name).start()
         leave_at: Optional[float] = None
         leave_deadline = 0.0
         try:
@@ -476,6 +496,7 @@ class Executor:
                     self.retire()
         finally:
             cancel()
+            debug.close()
             rest = self.supervision.running()
             log.info("stopping %d processes", len(rest))
             # instances first: they drain what their stream manager still holds for them and flush
@@ -485,6 +506,7 @@ class Executor:
                                 and (self.roles.get(u.name) == "instance") == first], self.grace)
             for s in self.sockets.values():
                 s.close()
+            self.debug_server.close()
             self.status.close()
         log.info("executor of container %d exits", self.container)
         return EXIT_CLAIM_LOST if self.claim_lost else 0

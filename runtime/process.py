@@ -11,6 +11,8 @@ from typing import Optional
 
 from squall.processargs import ProcessArgs
 from squall.runtime.bootstrap import RuntimeStartError, load_env, setup_logging
+from squall.runtime.debug_agent import DebugAgent
+from squall.runtime.debugging import DebugSettings
 from squall.supervision import die_with_parent
 
 log = logging.getLogger("squall.runtime.process")
@@ -25,6 +27,10 @@ def main(argv: Optional[list] = None) -> int:
     except RuntimeStartError as e:
         log.error("%s", e)
         return 2
+    agent = DebugAgent(env.debug_dir)  # stacks and profiles on its container's debug server's signal
+    agent.install()
+    # an instance applies its own, for its components (runtime/instance/loop.py)
+    debug = DebugSettings(env.state, env.name).start() if args.role != "instance" else None
     try:
         if args.role == "tmaster":
             from squall.runtime import tmaster as role
@@ -39,6 +45,9 @@ def main(argv: Optional[list] = None) -> int:
             return 2
         return role.run(env)
     finally:
+        agent.close()
+        if debug is not None:
+            debug.close()
         env.close()
 
 

@@ -19,7 +19,7 @@ from squall.commandline import (
 )
 from squall.conf import base_config
 from squall.errors import SquallError
-from squall.scheduler import actions, changes, from_report, launcher, logs, manager, views
+from squall.scheduler import actions, changes, from_report, inspection, launcher, logs, manager, shipped_files, views
 from squall.scheduler.base import LaunchOptions
 from squall.state import Kind, StateManager, make_state_manager, open_state_manager
 from squall.topology import valid_name
@@ -38,6 +38,9 @@ def register(sub: Subcommands) -> None:
     p.add_argument("--spec-out", metavar="FILE",
                    help="prepare everything (state, staged files) but launch nothing: write the launch "
                         "description (on YARN the Skein spec) to FILE for your own tooling")
+    p.add_argument("--files", action="extend", nargs="+", default=[], metavar="PATH[#ALIAS]",
+                   help="ship each file to every task, which reads it at context.get_file(ALIAS) (ALIAS: the "
+                        "file's name unless given)")
     add_config_options(p)
     p.set_defaults(func=cmd_submit)
 
@@ -58,11 +61,13 @@ def register(sub: Subcommands) -> None:
     _state_options(p)
     p.set_defaults(func=with_state(cmd_restart))
 
-    p = sub.add_parser("update", help="change a running topology's parallelism and instance resources",
+    p = sub.add_parser("update", help="change a running topology's parallelism and instance resources, or "
+                                      "ship new versions of its files",
                        description="Repack a running topology for new parallelism and resources, moving as "
                                    "little as possible (containers are added or removed as the caps require), "
                                    "and start and stop only the difference. Prints the new plan and its "
-                                   "difference first; --dry-run stops there.")
+                                   "difference first; --dry-run stops there. With --files it ships new versions "
+                                   "of files shipped at submit instead (docs/debugging.md).")
     p.add_argument("name", help="topology name")
     p.add_argument("--component-parallelism", action="append", default=[], metavar="COMPONENT=N",
                    help="new parallelism of a component (repeatable)")
@@ -74,6 +79,9 @@ def register(sub: Subcommands) -> None:
                    help="a resource key (squall.component.cpu|ram.mb|disk.mb) for one component, or for every "
                         "component without COMPONENT: (repeatable)")
     p.add_argument("--from-report", metavar="DIR", help="apply a capacity report's parallelism and resources")
+    p.add_argument("--files", action="extend", nargs="+", default=[], metavar="PATH#ALIAS",
+                   help="ship a new version of each file shipped at submit as ALIAS; every task switches to it "
+                        "and its on_file_update(ALIAS, path) is called (an update of its own)")
     p.add_argument("--dry-run", action="store_true", help="print the new plan and its difference; apply nothing")
     _state_options(p)
     add_json_option(p)
@@ -95,6 +103,13 @@ def register(sub: Subcommands) -> None:
     p.add_argument("--component", help="only this component's instances")
     p.add_argument("--task", type=int, help="only this task id")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing what is appended")
+    p.add_argument("--grep", metavar="REGEX", help="only the lines this regular expression matches, from every "
+                   "container (each searches its own logs, rotated ones too), newest first with file and line")
+    p.add_argument("--since", metavar="T", help="with --grep: lines from T on: a duration back (90s, 10m, 2h, 1d) "
+                   "or a local time (2026-11-26T15:04:05)")
+    p.add_argument("--limit", type=int, default=inspection.DEFAULT_LIMIT,
+                   help=f"with --grep: at most this many lines (default {inspection.DEFAULT_LIMIT})")
+    add_json_option(p)
     _state_options(p)
     p.set_defaults(func=with_state(cmd_logs))
 
@@ -122,6 +137,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         args.config_property = (args.config_property or []) + [f"squall.yarn.queue={args.queue}"]
     if args.dry_run and args.spec_out:
         raise SquallError("--dry-run writes nothing; --spec-out writes the state and the spec: give one")
+    files = shipped_files.parse(args.files)
     topology, base = load_topology(args)
     plan = topology.plan
     if args.name:
@@ -129,7 +145,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
             raise SquallError(f"--name {args.name!r}: use letters, digits, '_', '.' and '-', starting with a letter or digit")
         plan.name = args.name
     if args.dry_run:
-        sys.stdout.write(launcher.dry_run(plan, base, args.cluster))
+        sys.stdout.write(launcher.dry_run(plan, base, args.cluster, files))
         return 0
     options = LaunchOptions(spec_out=os.path.abspath(args.spec_out) if args.spec_out else None)
     state = make_state_manager(base)
@@ -138,7 +154,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         execution = launcher.submit(plan, state, base, cluster=args.cluster, progress=_progress_printer(),
-                                    options=options)
+                                    options=options, files=files)
         packing = state.get(Kind.PACKING_PLAN, plan.name)
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -201,6 +217,8 @@ def cmd_restart(args: argparse.Namespace, state: StateManager) -> int:
 
 
 def cmd_update(args: argparse.Namespace, state: StateManager) -> int:
+    if args.files:
+        return _update_files(args, state)
     update = _update_of(args)
     base = base_config(args.config_path)
     planned = manager.plan(state, args.name, update, base)
@@ -212,6 +230,21 @@ def cmd_update(args: argparse.Namespace, state: StateManager) -> int:
         print_json({**changes.diff_json(outcome.planned), "dry_run": args.dry_run, "applied": outcome.applied})
     else:
         print(outcome.line)
+    return 0
+
+
+def _update_files(args: argparse.Namespace, state: StateManager) -> int:
+    if args.from_report or args.component_parallelism or args.component_cpu or args.component_ram \
+            or args.config_property:
+        raise SquallError("update --files ships files and changes nothing else: give the other changes in "
+                          "an update of their own")
+    entries = manager.update_files(state, args.name, shipped_files.parse(args.files), args.dry_run)
+    if args.json:
+        print_json({"files": [shipped_files.as_json(e) for e in entries], "dry_run": args.dry_run,
+                    "applied": not args.dry_run})
+        return 0
+    print("\n".join(shipped_files.describe(entries)))
+    print(shipped_files.shipped_line(args.name, args.dry_run))
     return 0
 
 
@@ -264,10 +297,27 @@ def cmd_show(args: argparse.Namespace, state: StateManager) -> int:
 
 
 def cmd_logs(args: argparse.Namespace, state: StateManager) -> int:
+    if args.grep is not None:
+        return _grep_logs(args, state)
+    if args.since is not None or args.json:
+        raise SquallError("logs: --since and --json go with --grep REGEX")
     execution = state.get(Kind.EXECUTION_STATE, args.name)
     if execution is not None and execution.cluster != "local":
         print(logs.remote_logs_text(state, execution))
         return 0
     files = logs.local_logs(args.name, logs.run_dir_of(state, args.name), args.component, args.task)
     logs.print_logs(files, sys.stdout, args.follow)
+    return 0
+
+
+def _grep_logs(args: argparse.Namespace, state: StateManager) -> int:
+    if args.task is not None or args.follow:
+        raise SquallError("logs --grep: --task and --follow do not go with it (narrow with --component, --since)")
+    found = inspection.search_logs(state, args.name, args.grep, args.component, args.since, args.limit)
+    if args.json:
+        print_json(found)
+    elif found["matches"]:
+        print("\n".join(inspection.search_text(found)))
+    for note in inspection.search_notes(found):
+        print(f"squall: {note}", file=sys.stderr)
     return 0

@@ -16,7 +16,7 @@ import secrets
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from squall.conf import CLUSTER_LAYER, Config, base_config, registry
 from squall.errors import SquallError
@@ -26,6 +26,7 @@ from squall.logical import encode_config, topology_config
 from squall.packing import pack, plan_to_json
 from squall.preflight import preflight
 from squall.scheduler.base import LaunchOptions, Scheduler, state_file
+from squall.scheduler.shipped_files import MAX_KEY, LocalFile, check_size, ship_at_submit
 from squall.state import AlreadyExists, Kind, StateAddress, StateManager, squall_home
 from squall.state.status import FAILED, topology_health
 from squall.supervision import log_tail
@@ -91,9 +92,10 @@ def _with_cluster(topology: schema.Topology, base: Config) -> tuple:
     return topology, topology_config(topology, base)
 
 
-def dry_run(topology: schema.Topology, base: Config, cluster: str) -> str:
+def dry_run(topology: schema.Topology, base: Config, cluster: str, files: Sequence[LocalFile] = ()) -> str:
     """What ``submit`` would launch on ``cluster`` (the scheduler's description); writes nothing."""
     topology, config = _with_cluster(topology, base)
+    check_size({f.alias: f.size for f in files}, config[MAX_KEY])
     preflight(topology, base)
     scheduler = make_scheduler(cluster, None, LaunchOptions(dry_run=True))
     plan = pack(topology, base)
@@ -109,6 +111,7 @@ def submit(
     cluster: str = "local",
     progress: Optional[Callable[[Progress], None]] = None,
     options: LaunchOptions = LaunchOptions(),
+    files: Sequence[LocalFile] = (),
 ) -> schema.ExecutionState:
     """Launch the logical plan ``topology`` and wait until every instance is up.
 
@@ -116,10 +119,12 @@ def submit(
     fails, the topology does not come up, Ctrl-C) kills what was started and
     removes the records: nothing is left half-launched. With
     ``options.spec_out`` the scheduler only prepares the launch (an operator
-    submits it), and this returns without waiting.
+    submits it), and this returns without waiting. ``files`` are shipped to every task
+    (``shipped_files``).
     """
     name = topology.name
     topology, config = _with_cluster(topology, base)
+    check_size({f.alias: f.size for f in files}, config[MAX_KEY])
     preflight(topology, base)  # a broker that is not there, a path that cannot be written: nothing launched
     scheduler = make_scheduler(cluster, state, options)
     address = StateAddress.from_config(base)
@@ -134,6 +139,8 @@ def submit(
             raise SubmitError(f"topology {name!r} is already running; kill it first (squall kill {name})")
         execution = _write_run(topology, plan, state, cluster, address, scheduler.interpreter())
         try:
+            if files:
+                state.put(Kind.FILES, name, ship_at_submit(files, execution))
             scheduler.on_schedule(execution, plan)
             if scheduler.launched:
                 _wait_until_up(state, name, plan, config["squall.submit.timeout.secs"], progress)

@@ -4,16 +4,19 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from typing import Optional
+from typing import Optional, Sequence
 
 from squall.conf import Config
 from squall.errors import SquallError
 from squall.idl import schema
 from squall.logical import topology_config
 from squall.packing import diff_plans
+from squall.scheduler import shipped_files
 from squall.scheduler.changes import PlannedUpdate, TopologyUpdate, plan_update
 from squall.scheduler.launcher import make_scheduler
+from squall.scheduler.shipped_files import LocalFile
 from squall.state import AlreadyExists, Kind, StateManager
+from squall.state.shipped_files import delete_updates
 from squall.state.status import topology_health
 from squall.state.storage import open_storage
 from squall.stateful import checkpointing
@@ -60,6 +63,7 @@ def kill(state: StateManager, name: str) -> schema.ExecutionState:
     with _Locked(state, name):
         make_scheduler(execution.cluster, state).on_kill(execution)
         _delete_checkpoints(state, name, execution)
+        _delete_shipped_updates(state, name, execution)
         state.delete_topology(name)
     return execution
 
@@ -76,6 +80,26 @@ def _delete_checkpoints(state: StateManager, name: str, execution: schema.Execut
         open_storage(config["squall.state.storage"], execution.run_dir).delete(name)
     except Exception as e:  # storage unreachable: the topology is still killed
         log.warning("could not delete the checkpoints of %r: %s", name, e)
+
+
+def _delete_shipped_updates(state: StateManager, name: str, execution: schema.ExecutionState) -> None:
+    """Versions ``update --files`` stored in a cluster's shared storage go with the topology."""
+    topology = state.get(Kind.TOPOLOGY, name)
+    if topology is None or state.get(Kind.FILES, name) is None:
+        return
+    try:
+        delete_updates(execution, topology_config(topology)["squall.state.storage"])
+    except Exception as e:  # storage unreachable: the topology is still killed
+        log.warning("could not delete the shipped files of %r: %s", name, e)
+
+
+def update_files(state: StateManager, name: str, files: Sequence[LocalFile],
+                 dry_run: bool = False) -> list[schema.ShippedFile]:
+    """Ship new versions of shipped files to a running topology (``shipped_files.update``), under its lock."""
+    execution = running(state, name)
+    config = topology_config(state.get(Kind.TOPOLOGY, name))
+    with _Locked(state, name):
+        return shipped_files.update(state, execution, files, config, dry_run)
 
 
 def set_status(state: StateManager, name: str, status: int, timeout: float = 15.0) -> bool:

@@ -16,7 +16,8 @@ from squall.idl import schema
 from squall.logical import process_tasks
 from squall.packing import plan_to_json
 from squall.runtime.client import TMasterUnreachable, query_metrics
-from squall.scheduler import launcher, manager
+from squall.scheduler import launcher, manager, shipped_files
+from squall.scheduler.debugging import debug_lines, debug_view
 from squall.state import Kind, StateManager, member
 from squall.state.status import topology_health
 
@@ -74,8 +75,10 @@ class TopologyView(TypedDict):
     scheduler: dict[str, str]  # the scheduler's own details (label -> value)
     packing_plan: dict  # packing.plan_to_json's
     chains: list[list[str]]
+    files: list[dict]  # the shipped files' versions in force: alias, version, name, size, sha256
     processes: list[ProcessRow]
     errors: Optional[list[UserError]]  # None: not asked, or the topology master did not answer
+    debug: dict  # log levels and sampling in force (scheduler/debugging.py's debug_view)
 
 
 def list_data(state: StateManager) -> list[TopologyRow]:
@@ -161,8 +164,10 @@ def show_data(state: StateManager, name: str, errors: bool = True, every_process
         scheduler=launcher.make_scheduler(execution.cluster, state).details(execution),
         packing_plan=plan_to_json(name, state.get(Kind.PACKING_PLAN, name)),
         chains=[list(chain) for chain in chains(state.get(Kind.TOPOLOGY, name))],
+        files=shipped_files.shown(state.get(Kind.FILES, name)),
         processes=processes(state, name) if every_process else [],
         errors=user_errors(state, name) if errors else None,
+        debug=debug_view(state, name),
     )
 
 
@@ -186,6 +191,9 @@ def show_text(data: TopologyView) -> str:
     lines += [f"  {label}: {value}" for label, value in data["scheduler"].items()]
     if data["chains"]:
         lines.append("  chains (one process per task of each): " + "; ".join(" -> ".join(c) for c in data["chains"]))
+    if data["files"]:
+        lines.append("  shipped files: " + "; ".join(f"{f['alias']} version {f['version']} ({f['name']}, "
+                                                     f"{f['size']} bytes)" for f in data["files"]))
     plan = data["packing_plan"]
     lines.append(f"\npacking plan ({plan['algorithm']}, {plan['granularity']} granularity)")
     rows = []
@@ -204,6 +212,9 @@ def show_text(data: TopologyView) -> str:
           p["pid"] or "-", p["state"], p["restarts"]] for p in data["processes"]],
         right={"container", "pid", "restarts"},
     ))
+    if data["debug"]["levels"] or data["debug"]["sampling"]:
+        lines.append("\ndebugging (squall set-log-level, squall sample)")
+        lines += ["  " + line for line in debug_lines(data["debug"])]
     errors = data["errors"]
     if errors is None:
         lines.append("\nerrors in user code: unknown (its topology master did not answer)")

@@ -36,6 +36,8 @@ _PLUGINS = [
     ("squall.yarn.cli", ["cluster", "rebalance", "yarn"]),
     ("squall.ui.cli", ["ui"]),
     ("squall.health.cli", ["health"]),
+    ("squall.scheduler.inspection_cli", ["profile"]),
+    ("squall.scheduler.debug_cli", ["set-log-level", "sample", "events"]),
 ]
 
 

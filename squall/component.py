@@ -5,6 +5,8 @@ heronpy-shaped. The runtime attaches a collector to each component before
 """
 from __future__ import annotations
 
+import logging
+from functools import cached_property
 from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequence, Union
 
 from squall.metrics import Metric
@@ -173,6 +175,7 @@ class TopologyContext:
         component_tasks: Mapping[str, Sequence[int]],
         config: Mapping[str, object],
         sources: Sequence[tuple] = (),
+        files: Optional[Mapping[str, str]] = None,
     ):
         self.topology_name = topology_name
         self._task_id = task_id
@@ -181,6 +184,7 @@ class TopologyContext:
         self.set_component_tasks(component_tasks)
         self._config = config
         self._sources = [tuple(s) for s in sources]
+        self._files = files if files is not None else {}  # the runtime keeps it current (never copied)
         self.metrics: dict = {}
 
     def get_task_id(self) -> int:
@@ -203,6 +207,18 @@ class TopologyContext:
     def get_this_sources(self) -> list:
         """The ``(component, stream)`` pairs this component takes as input (Storm's ``getThisSources``)."""
         return list(self._sources)
+
+    def get_file(self, alias: str) -> str:
+        """The local path of the version in force of the file shipped as ``alias`` (``squall submit
+        --files PATH#ALIAS``; Storm's distributed cache). After ``squall update --files`` it returns
+        the new version's path (``Component.on_file_update`` is called then). Read the file, do not
+        write it: the path is shared by the container's tasks."""
+        try:
+            return self._files[alias]
+        except KeyError:
+            known = f"shipped: {', '.join(sorted(self._files))}" if self._files else "it ships none"
+            raise KeyError(f"topology {self.topology_name!r} has no shipped file {alias!r} ({known}; "
+                           f"squall submit --files PATH#ALIAS ships one)") from None
 
     def get_cluster_config(self) -> Mapping[str, Any]:
         """The resolved configuration of this component (all layers applied)."""
@@ -231,11 +247,26 @@ class Component:
         """The runtime's (or squall.testing's): where this component's emit/ack/fail/report_error go."""
         self._collector = collector
 
+    @cached_property
+    def logger(self) -> logging.Logger:
+        """This component's logger, named after its class (``module.Class``): ``squall set-log-level`` sets
+        its level by that name, or by its module's (the parent of the module's ``logging.getLogger(__name__)``).
+        A component may assign its own."""
+        return logging.getLogger(f"{type(self).__module__}.{type(self).__qualname__}")
+
     def initialize(self, config: Mapping[str, object], context: TopologyContext) -> None:
         """Called once in the task's process before any tuple."""
 
     def close(self) -> None:
         """Called when the task shuts down cleanly."""
+
+    def on_file_update(self, alias: str, path: str) -> None:
+        """A new version of the file shipped as ``alias`` (``squall update --files PATH#ALIAS``) is at
+        ``path``; ``context.get_file(alias)`` returns it from now on. Called on the task's own thread,
+        between tuples (never during ``process`` or ``next_tuple``), so a component may reload a lookup
+        table here without a lock. The default does nothing: the component reads the new path when it
+        next calls ``get_file``. An exception raised here is reported as the task's error; the task
+        goes on."""
 
     def report_error(self, error: str, where: str = "") -> None:
         """Report a problem this component handled and goes on from (a broker that does not answer, a

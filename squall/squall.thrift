@@ -193,6 +193,8 @@ struct ContainerStatus {
   // on YARN: the YARN container id (CONTAINER_ID) and Skein's (SKEIN_CONTAINER_ID, service_instance)
   6: optional string yarn_container,
   7: optional string skein_container,
+  // host:port of the container's debug server (runtime/debug_server.py)
+  8: optional string debug_address,
 }
 
 struct StMgrLocation {
@@ -476,4 +478,52 @@ struct Control {
   // instance -> its stmgr: tuples of DATA frames it has processed since the last report
   9: optional i64 consumed,
   10: optional CheckpointMessage checkpoint,
+}
+
+// One version of a file shipped to every task (squall submit|update --files; docs/debugging.md).
+struct ShippedFile {
+  // its alias (``alias`` is a Thrift keyword): what tasks ask for, context.get_file(key)
+  1: required string key,
+  // 1 at submit, one more at each update of the alias
+  2: required i32 version,
+  // the file's own name: a task finds it as <cache>/<key>/<version>/<name>
+  3: required string name,
+  4: required i64 size,
+  5: required string sha256,
+  // where a container fetches it (a file:// or hdfs:// URI); absent: the scheduler localised it into
+  // every container at launch (on YARN, Skein's files)
+  6: optional string stored,
+}
+
+// files/<topology>: the version in force of each shipped file, by key.
+struct ShippedFiles {
+  1: required list<ShippedFile> files,
+}
+
+// One logger level set by `squall set-log-level` (squall/debugging.py has the rules).
+struct LogLevel {
+  // a logger's name ("root": the root logger)
+  1: required string logger,
+  // DEBUG, INFO, WARNING, ERROR or CRITICAL
+  2: required string level,
+  // only the processes of this component's tasks (unset: every process of the topology)
+  3: optional string component,
+  // wall-clock seconds when it reverts (unset: until reset)
+  4: optional double expires,
+}
+
+// Tuple sampling set by `squall sample`: a share of a component's emits written to its container's events log.
+struct Sampling {
+  // 0 < percent <= 100
+  1: required double percent,
+  // unset: every component
+  2: optional string component,
+  // wall-clock seconds when it stops (unset: until turned off)
+  3: optional double expires,
+}
+
+// debug/<topology>: watched by every process of the topology, written by the CLI, the UI and the REST API.
+struct Debug {
+  1: required list<LogLevel> levels,
+  2: required list<Sampling> sampling,
 }

@@ -43,6 +43,8 @@ class Kind(enum.Enum):
     CHECKPOINTS = "checkpoints"
     HEALTH = "health"  # health/<topology>/{control,manager}: its mode and decisions (JSON; health/store.py)
     HEALTH_MANAGER = "healthmgrs"  # the health manager that acts now (one per topology)
+    FILES = "files"  # files/<topology>: the shipped files' versions in force (ShippedFiles)
+    DEBUG = "debug"  # debug/<topology>: log levels and tuple sampling in force (squall/debugging.py)
 
     @property
     def struct(self) -> Optional[type]:
@@ -112,6 +114,8 @@ _STRUCTS = {
     Kind.SCHEDULER: schema.SchedulerLocation,
     Kind.CONTAINER: schema.ContainerStatus,
     Kind.CHECKPOINTS: schema.Checkpoints,
+    Kind.FILES: schema.ShippedFiles,
+    Kind.DEBUG: schema.Debug,
 }
 
 

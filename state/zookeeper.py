@@ -29,7 +29,7 @@ import time
 from typing import Callable, List, Optional
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import CancelledError, KazooException, NodeExistsError, NoNodeError
+from kazoo.exceptions import CancelledError, KazooException, NodeExistsError, NoNodeError, NotEmptyError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import ZnodeStat
 from kazoo.recipe.lock import Lock
@@ -134,12 +134,12 @@ class ZooKeeperStateManager(StateManager):
 
     def _call(self, operation: str, path: str, *args: object, **kwargs: object) -> object:
         """kazoo's ``<operation>_async(path, ...)``, retried on connection loss, each attempt bounded by
-        ``connect_timeout``; NodeExistsError and NoNodeError pass (callers decide), the rest of kazoo's
-        errors become a StateError naming the operation and the znode."""
+        ``connect_timeout``; NodeExistsError, NoNodeError and NotEmptyError pass (callers decide), the rest
+        of kazoo's errors become a StateError naming the operation and the znode."""
         start = getattr(self.client, f"{operation}_async")
         try:
             return self.client.retry(lambda: start(path, *args, **kwargs).get(timeout=self.connect_timeout))
-        except (NodeExistsError, NoNodeError):
+        except (NodeExistsError, NoNodeError, NotEmptyError):
             raise
         except KazooTimeoutError as e:
             raise StateError(f"ZooKeeper at {self.hosts}: {operation} {path} had no answer within "
@@ -153,14 +153,21 @@ class ZooKeeperStateManager(StateManager):
         except NoNodeError:
             return []
 
-    def _delete_tree(self, path: str) -> None:
-        """Delete ``path`` and everything under it (nothing when it is not there)."""
+    def _delete_tree(self, path: str, attempts: int = 3) -> None:
+        """Delete ``path`` and everything under it (nothing when it is not there). A child created meanwhile
+        (a live executor writing its container record again while its topology is killed) is deleted too,
+        ``attempts`` times at most."""
         try:
             for child in self._call("get_children", path):
                 self._delete_tree(f"{path}/{child}")
             self._call("delete", path)
         except NoNodeError:
             pass
+        except NotEmptyError as e:
+            if attempts <= 1:
+                raise StateError(f"ZooKeeper at {self.hosts}: delete {path}: children keep being created "
+                                 "under it") from e
+            self._delete_tree(path, attempts - 1)
 
     def create(self, kind: Kind, name: str, value: object) -> None:
         path = self._path(kind, name)
@@ -210,6 +217,8 @@ class ZooKeeperStateManager(StateManager):
             self._call("delete", self._path(kind, name))
         except NoNodeError:
             pass
+        except NotEmptyError as e:
+            raise StateError(f"ZooKeeper at {self.hosts}: delete {self._path(kind, name)}: it has children") from e
 
     def names(self, kind: Kind) -> list:
         return self._children(self._dir(kind))

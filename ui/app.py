@@ -2,7 +2,7 @@
 
 A user's error is a 4xx with one line (the CLI's): an unknown topology,
 component or process 404, a bad parameter 400, a missing or wrong token
-401/403; the state manager out of reach is 503. The API answers JSON
+401/403; the state manager or a container's debug server out of reach is 503. The API answers JSON
 (``{"error": ...}``), the pages an HTML page with the same line.
 """
 from __future__ import annotations
@@ -17,9 +17,10 @@ from fastapi.staticfiles import StaticFiles
 
 from squall import __version__
 from squall.errors import SquallError
+from squall.scheduler.inspection import DebugServerUnreachable
 from squall.scheduler.manager import NotRunning
 from squall.state import StateError
-from squall.ui import api, pages
+from squall.ui import api, debug_files, debug_inspect, debug_levels, pages
 from squall.ui.context import UiContext
 from squall.ui.metrics import BadRequest
 from squall.ui.views import NotFound
@@ -33,7 +34,7 @@ def status_of(error: Exception) -> int:
         return error.status
     if isinstance(error, (NotRunning, NotFound)):
         return 404
-    if isinstance(error, StateError):
+    if isinstance(error, (StateError, DebugServerUnreachable)):
         return 503
     return 400  # BadRequest, and every other SquallError: the user's (a bad parallelism, a locked topology)
 
@@ -62,6 +63,9 @@ def make_app(ctx: UiContext) -> FastAPI:
 
     app.add_exception_handler(RequestValidationError, invalid)
     app.include_router(api.router(ctx))
+    app.include_router(debug_files.router(ctx))
     app.include_router(pages.router(ctx))
+    app.include_router(debug_inspect.router(ctx))
+    app.include_router(debug_levels.router(ctx))
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app

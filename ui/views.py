@@ -78,6 +78,7 @@ def topology(state: StateManager, metrics: MetricsCache, name: str, window: str)
         "instances": sum(len(ct["instances"]) for ct in data["packing_plan"]["containers"]),
         "metrics_error": unreachable, "series": (answer or {}).get("series", {}),
         "errors": _errors(answer), "checkpoints": _checkpoints(answer), "sources": (answer or {}).get("sources", []),
+        "debug": data["debug"],
     }
 
 

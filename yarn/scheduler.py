@@ -44,7 +44,7 @@ from squall.yarn.client import application, check_reachable, hadoop_conf, rm_cli
 from squall.yarn.environment import PythonEnvironment
 from squall.yarn.errors import YarnError
 from squall.yarn.spec import TMASTER_SERVICE, build_spec, parse_service, service_shapes, services_of, spare_shape
-from squall.yarn.staging import Staged, topology_archive
+from squall.yarn.staging import Staged, shipped_archive, topology_archive
 
 if TYPE_CHECKING:
     import skein
@@ -119,9 +119,9 @@ class YarnScheduler(Scheduler):
                 open_storage(storage, None)  # a StateError names what is wrong: nothing is launched
 
     def _spec(self, topology: schema.Topology, plan: schema.PackingPlan, config: Mapping[str, object], run_dir: str,
-              archive: str) -> tuple[skein.ApplicationSpec, dict[int, str]]:
+              archive: str, shipped: Optional[str] = None) -> tuple[skein.ApplicationSpec, dict[int, str]]:
         env = PythonEnvironment.from_config(config)
-        staged = Staged(state_file_of(run_dir), archive, env.archive)
+        staged = Staged(state_file_of(run_dir), archive, env.archive, shipped)
         shapes = checked_shapes(plan, config)
         spec = build_spec(topology.name, plan, config, staged, env, self._placement(plan, config))
         return spec, services_of(shapes)
@@ -147,7 +147,9 @@ class YarnScheduler(Scheduler):
         topology = self.state.get(Kind.TOPOLOGY, name)
         config = topology_config(topology)
         archive = topology_archive(topology.source_file, staging_dir(execution_state.run_dir))
-        spec, services = self._spec(topology, packing_plan, config, execution_state.run_dir, archive)
+        shipped = shipped_archive(execution_state.run_dir, staging_dir(execution_state.run_dir)) \
+            if self.state.get(Kind.FILES, name) is not None else None
+        spec, services = self._spec(topology, packing_plan, config, execution_state.run_dir, archive, shipped)
         location = schema.SchedulerLocation(topology_name=name, scheduler="yarn", host=socket.gethostname(),
                                             executor_pids={}, services=services)
         self.state.put(Kind.SCHEDULER, name, location)

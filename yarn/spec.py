@@ -38,7 +38,7 @@ from squall.packing import (PackingError, Placement, container_cap, normalise, t
                             yarn_shapes)
 from squall.processargs import ProcessArgs
 from squall.yarn.environment import ENVIRONMENT_KEY, PythonEnvironment
-from squall.yarn.staging import STATE_KEY, TOPOLOGY_KEY, Staged
+from squall.yarn.staging import SHIPPED_KEY, STATE_KEY, TOPOLOGY_KEY, Staged
 
 TMASTER_SERVICE = "tmaster"
 EXECUTOR_LOG = "executor.log"
@@ -141,12 +141,14 @@ def driver_script(topology: str, env: PythonEnvironment) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _files(staged: Staged, with_topology: bool) -> dict:
+def _files(staged: Staged, with_topology: bool, with_shipped: bool = False) -> dict:
     files = {STATE_KEY: skein.File(staged.state_file, type="file", visibility="application")}
     if with_topology:
         files[TOPOLOGY_KEY] = skein.File(staged.topology_archive, type="archive", visibility="application")
     if staged.environment is not None:
         files[ENVIRONMENT_KEY] = skein.File(staged.environment, type="archive", visibility="application")
+    if with_shipped and staged.shipped is not None:  # the tasks' containers: container 0 runs none
+        files[SHIPPED_KEY] = skein.File(staged.shipped, type="archive", visibility="application")
     return files
 
 
@@ -168,7 +170,7 @@ def build_spec(
             script=executor_script(topology, shape.name, env,
                                    ui=shape.name == TMASTER_SERVICE and bool(config["squall.ui.yarn"])),
             instances=len(shape.containers),
-            files=_files(staged, with_topology=True),
+            files=_files(staged, with_topology=True, with_shipped=shape.name != TMASTER_SERVICE),
             max_restarts=-1,
             nodes=nodes,
             relax_locality=True,

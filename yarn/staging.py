@@ -10,6 +10,9 @@
   The topology's secret is in its execution state, behind that credential.
   Neither is ever on a command line or in an environment.
 - ``environment``: the packed Python environment, when one is configured.
+- ``shipped``: the files shipped at submit (``--files``), the run folder's ``files/`` as a ``.tar``
+  archive, unpacked by YARN into ``shipped/<alias>/1/<name>`` in each task container (Skein's keys
+  are file names, so one archive keeps the versions' folders).
 """
 from __future__ import annotations
 
@@ -18,7 +21,10 @@ import tarfile
 from dataclasses import dataclass
 from typing import Optional
 
+from squall.state.shipped_files import FOLDER, LOCALISED
+
 TOPOLOGY_KEY = "topology"
+SHIPPED_KEY = LOCALISED
 STATE_KEY = "state.json"
 
 
@@ -29,6 +35,7 @@ class Staged:
     state_file: str
     topology_archive: str
     environment: Optional[str] = None
+    shipped: Optional[str] = None  # the archive of the files shipped at submit
 
 
 def _exclude(info: tarfile.TarInfo) -> Optional[tarfile.TarInfo]:
@@ -46,6 +53,18 @@ def topology_archive(source_file: str, dest_dir: str) -> str:
     path = os.path.join(dest_dir, f"{TOPOLOGY_KEY}.tar.gz")
     folder = os.path.dirname(os.path.abspath(source_file))
     with tarfile.open(path, "w:gz") as tar:
+        for entry in sorted(os.listdir(folder)):
+            tar.add(os.path.join(folder, entry), arcname=entry, filter=_exclude)
+    return path
+
+
+def shipped_archive(run_dir: str, dest_dir: str) -> str:
+    """Archive the run folder's shipped files (``<alias>/<version>/<name>``) into ``dest_dir/shipped.tar``
+    (not compressed: models and tables are often compressed already); its path."""
+    os.makedirs(dest_dir, exist_ok=True)
+    path = os.path.join(dest_dir, f"{SHIPPED_KEY}.tar")
+    folder = os.path.join(run_dir, FOLDER)
+    with tarfile.open(path, "w") as tar:
         for entry in sorted(os.listdir(folder)):
             tar.add(os.path.join(folder, entry), arcname=entry, filter=_exclude)
     return path

@@ -12,6 +12,7 @@ One module a job:
 | ``chain.py`` | ``Chain``: the tasks of a chain in one process, driven as one instance |
 | ``edge.py`` | ``Edge``: a tuple handed to the next chain member by call (one ``emit`` factory per mode) |
 | ``checkpointing.py`` | ``Checkpointing``: a task's part in checkpoints (markers, alignment, saving, rollback) |
+| ``sampling.py`` | ``Sampler``: tuple sampling, this task's ``emit``/``emit_many`` swapped for sampled ones while it is on |
 | ``batch.py`` | ``Batch``: what is emitted and not yet sent, per destination task |
 | ``tuples.py`` | the received tuple classes |
 | ``make.py`` | ``make_instance``: the right class for a task |

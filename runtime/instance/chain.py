@@ -146,6 +146,11 @@ class Chain:
         for m in self.members:
             m.flush_all()
 
+    def on_file_update(self, alias: str, path: str) -> None:
+        """Every member's component is told of the new version (each may read the file)."""
+        for m in self.members:
+            m.on_file_update(alias, path)
+
     def on_disconnected(self, clock: float) -> Tuple[int, int]:
         lost = failed = 0
         for m in self.members:

@@ -96,8 +96,7 @@ def runtime_class(inst: InstanceState, cls: type) -> type:
             methods["ack"] = ack
         if getattr(cls, "fail", None) is Bolt.fail:
             methods["fail"] = fail
-    if not methods:
-        return cls
+    # a subclass even without methods: sampling swaps this task's methods on it (``sampling.py``)
     return type(cls.__name__, (cls,), {"__slots__": (), "__module__": cls.__module__,
                                        "__qualname__": cls.__qualname__, **methods})
 

@@ -32,12 +32,15 @@ import time
 from typing import TYPE_CHECKING, List, Optional, Protocol, Tuple, Union
 
 from squall.idl import schema
+from squall.runtime.debugging import DebugSettings, events_path
 from squall.runtime.instance.chain import Chain, ChainTimers, ComponentLogFilter
 from squall.runtime.instance.edge import UserError
 from squall.runtime.instance.make import make_instance
+from squall.runtime.instance.sampling import EventsLog, Sampler
 from squall.runtime.instance.state import Timers
 from squall.runtime.metrics_sender import BlockingMetricsSender
 from squall.runtime.protocol import HEADER, BlockingConnection, ProtocolError
+from squall.runtime.shipped_files import FilesInForce, start_shipped_files
 from squall.runtime.user_errors import CHECKPOINT_STORAGE, UNCAUGHT, UserErrors
 from squall.state import StorageError
 from squall.supervision import RetryPolicy
@@ -84,6 +87,8 @@ class Driven(Protocol):
 
     def flush_all(self) -> None: ...
 
+    def on_file_update(self, alias: str, path: str) -> None: ...
+
     def metrics_rows(self, now: float, interval: float, unread_bytes: int, clock: float) -> list: ...
 
     def close(self) -> None: ...
@@ -108,9 +113,10 @@ def _connect_stmgr(env: RuntimeEnv, task: int, component: str,
         ProtocolError, f"task {task}: connecting to the stream manager on port {port}")
 
 
-def _instance(env: RuntimeEnv, component: str, task: int) -> Tuple[Driven, Optional[List[schema.InstanceId]]]:
+def _instance(env: RuntimeEnv, component: str, task: int,
+              files: Optional[FilesInForce]) -> Tuple[Driven, Optional[List[schema.InstanceId]]]:
     """(what the loop drives: the task's instance, or the ``Chain`` it heads; the ``InstanceId`` of each
-    task it runs when that is a chain, else None)."""
+    task it runs when that is a chain, else None). Each task's context reads the paths of ``files``."""
     from squall.chaining import chain_instances, chains
 
     batch_size = int(env.config["squall.instance.batch.size"])
@@ -120,18 +126,36 @@ def _instance(env: RuntimeEnv, component: str, task: int) -> Tuple[Driven, Optio
         inst = make_instance(env.topology, component, task, env.args.container, env.config, batch_size=batch_size)
         if inst.checkpoint is not None:
             inst.checkpoint.storage = env.checkpoint_storage()
+        if files is not None:
+            inst.files = files.paths
         return inst, None
     instances = []
     for k, (name, t) in enumerate(members):
         after = {members[k + 1][0]: members[k + 1][1]} if k + 1 < len(members) else None
         instances.append(make_instance(env.topology, name, t, env.args.container, env.config,
                                        batch_size=batch_size, chained=after))
+        if files is not None:
+            instances[-1].files = files.paths
     chain = Chain(instances)
     for handler in logging.getLogger().handlers:
         handler.addFilter(ComponentLogFilter(instances))
     index = {i.id.task_id: i.id for i in cplan.instances}
     log.info("task %d runs the chain %s", task, chain.names)
     return chain, [index[t] for _, t in members]
+
+
+def _debug_settings(env: RuntimeEnv, inst: Driven, events: EventsLog) -> DebugSettings:
+    """The task's (or chain's) log levels and sampling from ``debug/<topology>``; every emit sampled with
+    ``topology.debug``."""
+    members = inst.members if isinstance(inst, Chain) else [inst]
+    samplers = {m.component_name: Sampler(m, events) for m in members}
+
+    def on_sampling(percents: dict[str, float]) -> None:
+        for name, percent in percents.items():
+            samplers[name].set_percent(percent)
+
+    return DebugSettings(env.state, env.name, list(samplers), on_sampling,
+                         default_percent=100.0 if env.config["topology.debug"] else 0.0)
 
 
 def rest_of_frame(out: bytearray, head: int, sent: int) -> int:
@@ -155,8 +179,11 @@ class _Loop:
     """
 
     def __init__(self, inst: Driven, conn: BlockingConnection, metrics: BlockingMetricsSender,
-                 drain_max: float, gc_threshold: int) -> None:
+                 drain_max: float, gc_threshold: int, events: EventsLog,
+                 files: Optional[FilesInForce] = None) -> None:
         self.inst = inst
+        self.events = events  # sampled emits, written at each flush
+        self.files = files  # new versions of shipped files, taken at flush ticks
         self.attach(conn)
         self.metrics = metrics
         self.drain_max = drain_max
@@ -254,6 +281,10 @@ class _Loop:
                 self.send_metrics()
             if flush_due:
                 self.send_out()
+                self.events.flush()
+                if self.files is not None:
+                    for alias, path in self.files.take():
+                        inst.on_file_update(alias, path)
 
     def send_metrics(self) -> None:
         """The bucket's rows, to the container's metrics manager."""
@@ -305,7 +336,10 @@ def run(env: RuntimeEnv) -> int:
         log.error("task %s is not in container %d of the packing plan", task, env.args.container)
         return 2
     component = mine[0].id.component
-    inst, chain = _instance(env, component, task)
+    files = start_shipped_files(env)
+    inst, chain = _instance(env, component, task, files)
+    events = EventsLog(events_path(env.log_dir))
+    debug = _debug_settings(env, inst, events).start()
     stop: list = []
     signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
     signal.signal(signal.SIGINT, lambda *a: stop.append(1))
@@ -315,7 +349,8 @@ def run(env: RuntimeEnv) -> int:
         gc.set_threshold(gc_threshold, *gc.get_threshold()[1:])
     # draining after SIGTERM ends well before the executor's SIGKILL
     drain_max = max(0.5, float(env.config["squall.executor.kill.grace.secs"]) / 2)
-    loop = _Loop(inst, conn, BlockingMetricsSender(env, local_host(env), task, component), drain_max, gc_threshold)
+    loop = _Loop(inst, conn, BlockingMetricsSender(env, local_host(env), task, component), drain_max, gc_threshold,
+                 events, files)
     log.info("task %d (%s) connected to its stream manager", task, component)
     try:
         while True:
@@ -351,6 +386,8 @@ def run(env: RuntimeEnv) -> int:
             return 1
         raise
     finally:
+        debug.close()
+        events.flush()
         inst.close()
         loop.conn.close()
     log.info("task %d stopped", task)

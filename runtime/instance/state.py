@@ -105,6 +105,7 @@ class InstanceState:
         self.task_component: Dict[int, str] = {}
         self.routes: Dict[str, StreamRoute] = {}
         self.context: Optional[TopologyContext] = None
+        self.files: Mapping[str, str] = {}  # shipped files: alias -> local path, kept current by the loop
         self.initialized = False
         self.active = False
         self.plan: Optional[schema.PhysicalPlan] = None
@@ -339,6 +340,18 @@ class InstanceState:
             return True
         return False
 
+    def on_file_update(self, alias: str, path: str) -> None:
+        """A new version of shipped file ``alias`` is at ``path`` (the loop switched ``files`` to it): the
+        component's ``on_file_update``; an error in it is the task's, and the task goes on. Before
+        ``initialize`` there is nothing to tell: the context already gives the new path."""
+        if not self.initialized:
+            return
+        try:
+            self.component.on_file_update(alias, path)
+        except Exception:
+            log.exception("on_file_update(%r) of task %d (%s) failed", alias, self.task_id, self.component_name)
+            self.errors.record("on_file_update()")
+
     def tick(self) -> None:
         """A tick is due (bolts with ``topology.tick.tuple.freq.secs``)."""
 
@@ -361,7 +374,7 @@ class InstanceState:
             config = component_config(self.topology, self.component_name)
             sources = [(i.component, i.stream) for i in find_component(self.topology, self.component_name).inputs]
             self.context = TopologyContext(self.topology.name, self.task_id, self.component_name,
-                                           component_tasks, config, sources)
+                                           component_tasks, config, sources, files=self.files)
         else:
             self.context.set_component_tasks(component_tasks)
             # batches built with the old routes leave now (the stream managers still route to

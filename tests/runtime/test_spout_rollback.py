@@ -11,6 +11,7 @@ from squall import Grouping, StatefulBolt, StatefulSpout, TopologyBuilder
 from squall.idl import schema
 from squall.runtime.instance import make_instance
 from squall.runtime.instance.loop import _Loop
+from squall.runtime.instance.sampling import EventsLog
 from squall.runtime.protocol import CONTROL, FrameReader, control_frame, decode_control
 
 Step = schema.CheckpointStep
@@ -65,7 +66,7 @@ def test_a_rollback_keeps_the_end_of_a_frame_the_socket_took_the_start_of():
     spout_end, stmgr_end = socket.socketpair()
     spout_end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16384)
     stmgr_end.setblocking(False)
-    loop = _Loop(inst, Connection(spout_end), metrics=None, drain_max=1.0, gc_threshold=0)
+    loop = _Loop(inst, Connection(spout_end), metrics=None, drain_max=1.0, gc_threshold=0, events=EventsLog(""))
     for f in (control_frame(physical_plan=plan), step(Step.RESTORE, 1), step(Step.RESUME, 1)):
         inst.on_frame(f, 0.0)
     while True:  # the stream manager reads nothing: the spout emits until its socket is full

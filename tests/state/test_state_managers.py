@@ -21,9 +21,10 @@ def location(pid):
     return schema.TMasterLocation(topology_name="t", host="h", control_port=1, pid=pid, run_id="r")
 
 
-# DESIGN.md's layout, and checkpoints/ (docs/state.md: the complete checkpoints of a topology that checkpoints)
+# DESIGN.md's layout, and checkpoints/ (docs/state.md: the complete checkpoints of a topology that checkpoints),
+# debug/ and files/ (docs/debugging.md: log levels and sampling; the shipped files in force)
 LAYOUT = sorted(["topologies", "packingplans", "pplans", "executionstate", "tmasters", "schedulers", "locks",
-                 "containers", "elections", "checkpoints", "health", "healthmgrs"])
+                 "containers", "elections", "checkpoints", "health", "healthmgrs", "debug", "files"])
 
 
 def test_layout_follows_the_design(state, tmp_path):

@@ -1,6 +1,7 @@
 """A topology submitted with --spec-out, run as YARN and Skein would run its spec (tests/yarn/emulator.py),
 with its state in a real ZooKeeper: it comes up and counts exactly, a SIGKILLed container comes back and
 claims its id again, and kill stops every container and ends the application."""
+import json
 import os
 import shutil
 import sys
@@ -88,6 +89,11 @@ def test_spec_out_runs_exactly_relaunches_and_kills(yarn_cluster, tmp_path):
         for r in records.values():
             log_dir = app.find(r.yarn_container).log_dir
             assert all(os.path.dirname(p.log_file) == log_dir for p in r.processes)
+        # each container's debug server, found through its record, searches its own YARN log folder
+        found = json.loads(squall("logs", "wc_update", "--grep", "debug server of container", "--json"))
+        assert sorted(m["container"] for m in found["matches"]) == [0, 1, 2]
+        assert all(os.path.dirname(m["file"]) == app.find(records[m["container"]].yarn_container).log_dir
+                   and m["host"] == records[m["container"]].host for m in found["matches"])
         metrics = os.path.join(app.find(records[1].yarn_container).log_dir, "container-1.jsonl")
         wait_until(lambda: os.path.exists(metrics), timeout=30, what="metrics in the container's log folder")
 

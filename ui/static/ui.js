@@ -33,6 +33,8 @@
     }, function (err) { show(String(err), true); return null; });
   }
 
+  window.squallUi = {post: post, show: show};  // for the pages' own scripts (debug.js)
+
   document.querySelectorAll("[data-action]").forEach(function (button) {
     button.addEventListener("click", function () {
       var section = button.closest("[data-topology]");
