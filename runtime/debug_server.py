@@ -13,7 +13,9 @@ are read as JSON (at most ``MAX_BODY`` bytes); nothing is unpickled.
 - ``POST /profile {"task": T, "kind": "flame"|"memory", "seconds": S}``: ``{"task", "process", "pid", "path",
   ...}`` (``profiles.flame``, ``profiles.memory``);
 - ``GET /results``: ``{"container", "results": [{"name", "kind", "size", "time"}]}``; ``GET /result?name=NAME``:
-  that kept result's bytes.
+  that kept result's bytes;
+- ``GET /events[?component=C][&limit=N][&since=EPOCH]``: ``{"container", "host", "events": [...]}``, the
+  container's sampled emits (``squall/events_log.py``), oldest first, the newest ``N`` written after ``since``.
 
 The executor's loop shares one thing with it: ``tasks``, a mapping it replaces whole when its processes
 change (task -> ``profiles.Target``); the server never blocks the loop.
@@ -31,6 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable, Iterator, Mapping, NamedTuple, Optional
 from urllib.parse import parse_qs, urlsplit
 
+from squall import events_log
 from squall.errors import SquallError
 from squall.log_search import compile_pattern, log_files, search
 from squall.runtime import profiles
@@ -39,6 +42,7 @@ from squall.runtime.profiles import Target
 log = logging.getLogger(__name__)
 
 MAX_BODY = 64 * 1024
+MAX_EVENTS = 10_000  # sampled emits one answer holds at most
 REQUEST_TIMEOUT_SECS = 30.0  # a connection that sends nothing for this long is closed
 CONTENT_TYPES = {"svg": "image/svg+xml", "txt": "text/plain; charset=utf-8", "json": "application/json"}
 
@@ -90,6 +94,7 @@ class DebugServer:
             ("POST", "/profile"): self.profile,
             ("GET", "/results"): self.results,
             ("GET", "/result"): self.result,
+            ("GET", "/events"): self.events,
         }
 
     @property
@@ -167,6 +172,12 @@ class DebugServer:
             raise BadRequest(f"container {self.settings.container} keeps no result named {name!r}", 404)
         with open(path, "rb") as f:
             return Reply(200, f.read(), CONTENT_TYPES[name.rpartition(".")[2]])
+
+    def events(self, query: dict, body: dict) -> Reply:
+        limit = _number(query, "limit", int)
+        found = events_log.read(events_log.files_in(self.settings.log_dir), query.get("component"),
+                                max(1, min(limit or MAX_EVENTS, MAX_EVENTS)), _number(query, "since", float))
+        return _json({"container": self.settings.container, "host": self.settings.host, "events": found})
 
     def _target(self, body: dict) -> tuple[Target, int]:
         task = body.get("task")

@@ -19,18 +19,18 @@ import time
 from typing import Callable, Iterable, Optional
 
 from squall import debugging
+from squall.events_log import EVENTS_FILE
 from squall.idl import schema
 from squall.state import Kind, StateError, StateManager
 
 log = logging.getLogger(__name__)
 
 SamplingCallback = Callable[[dict[str, float]], None]  # component -> percent of its emits sampled
-EVENTS_FILE = "events.log"
 
 
 def events_path(log_dir: str) -> str:
     """The events log of the container whose processes log in ``log_dir`` (``runtime/instance/sampling.py``
-    writes it, the executor rotates it)."""
+    writes it, the executor rotates it; ``squall/events_log.py`` reads it)."""
     return os.path.join(log_dir, EVENTS_FILE)
 
 

@@ -88,9 +88,10 @@ def cmd_events(args: argparse.Namespace, state: StateManager) -> int:
         debugging.check_component(state, args.name, args.component)
     render = events.event_json if args.json else events.event_text
     if args.follow:
-        events.follow(lambda: events.event_files(state, args.name), args.component, sys.stdout, render)
+        events.follow(lambda since: events.read_events(state, args.name, args.component, since=since), sys.stdout,
+                      render)
         return 0
-    found = events.read_events(events.event_files(state, args.name), args.component, args.limit)
+    found = events.read_events(state, args.name, args.component, args.limit)
     if args.json:
         print_json(found)
     else:

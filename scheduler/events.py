@@ -1,9 +1,9 @@
-"""``squall events``: the sampled emits of a topology (``squall sample``, ``topology.debug``), read from
-every container's events log (``runtime/instance/sampling.py`` writes them), oldest first.
+"""``squall events``: the sampled emits of a topology (``squall sample``, ``topology.debug``), from every
+container's events log (``squall/events_log.py``), oldest first.
 
-Locally the containers' log folders are under the run folder. On a cluster whose containers run on
-other hosts (YARN) each container's events log is where its logs are: ``remote_events`` is the one
-place that would read it from the container's own log server, and says so until there is one.
+A running topology's are asked of each container's debug server (``runtime/debug_server.py``), locally as
+on YARN, where each log stays on its container's host; a stopped topology's are read from its run folder.
+``--follow`` asks again every ``FOLLOW_POLL_SECS`` for what was written after the newest it has.
 """
 from __future__ import annotations
 
@@ -11,59 +11,45 @@ import glob
 import json
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional, TextIO
+from urllib.parse import urlencode
 
-from squall.errors import SquallError
+from squall import events_log
+from squall.idl import schema
+from squall.scheduler.inspection import DebugServerUnreachable, ask_json
 from squall.scheduler.logs import run_dir_of
 from squall.state import Kind, StateManager
 
-EVENTS_FILE = "events.log"  # as runtime/debugging.py names it (the runtime's layer is not imported here)
 FOLLOW_POLL_SECS = 0.5
-MAX_BACKUPS = 100  # rotated copies looked for (squall.log.backups keeps fewer)
+FOLLOW_LAG_SECS = 5.0  # events written this late after their time are still followed
 
 
-def event_files(state: StateManager, name: str) -> list[str]:
-    """Every container's events log of topology ``name`` (its rotated copies too, oldest first)."""
+def read_events(state: StateManager, name: str, component: Optional[str] = None, limit: Optional[int] = None,
+                since: Optional[float] = None) -> list[dict]:
+    """The newest ``limit`` events of topology ``name`` (of ``component``, written after ``since``), oldest
+    first: a running topology's from its containers' debug servers (one that does not answer is skipped:
+    its events are not in the answer), else from its newest run folder."""
     execution = state.get(Kind.EXECUTION_STATE, name)
-    if execution is not None and execution.cluster != "local":
-        return remote_events(state, name)
-    logs = os.path.join(run_dir_of(state, name), "logs")
-    files = []
-    for current in sorted(glob.glob(os.path.join(logs, "container-*", EVENTS_FILE))):
-        rotated = [f"{current}.{k}" for k in range(MAX_BACKUPS, 0, -1) if os.path.exists(f"{current}.{k}")]
-        files += rotated + [current]
-    return files
+    if execution is None:
+        logs = os.path.join(run_dir_of(state, name), "logs")
+        files = [f for folder in sorted(glob.glob(os.path.join(logs, "container-*")))
+                 for f in events_log.files_in(folder)]
+        return events_log.read(files, component, limit, since)
+    query = urlencode({k: v for k, v in (("component", component), ("limit", limit), ("since", since))
+                       if v is not None})
+    records = state.container_records(name)
 
-
-def remote_events(state: StateManager, name: str) -> list[str]:
-    """The hook for containers on other hosts: each one's events log is in the log folder of its container
-    record (``ContainerStatus.processes[].log_file``), served by the container itself."""
-    folders = sorted({os.path.dirname(p.log_file) for r in state.container_records(name) for p in r.processes})
-    raise SquallError(f"topology {name!r} runs on {state.get(Kind.EXECUTION_STATE, name).cluster}: its events logs "
-                      f"are in its containers' log folders ({', '.join(folders) or 'none registered'}), which this "
-                      f"version cannot read remotely")
-
-
-def parse(line: str) -> Optional[dict]:
-    """One event of a line, or None for a line that is not one (cut in two by a rotation)."""
-    try:
-        event = json.loads(line)
-    except ValueError:
-        return None
-    return event if isinstance(event, dict) and "component" in event else None
-
-
-def read_events(files: list[str], component: Optional[str] = None, limit: Optional[int] = None) -> list[dict]:
-    """The events of ``files`` (of ``component`` only when given), oldest first; the newest ``limit``."""
-    events = []
-    for path in files:
+    def one(record: schema.ContainerStatus) -> list:
         try:
-            with open(path, errors="replace") as f:
-                events += [e for e in map(parse, f) if e is not None and component in (None, e["component"])]
-        except FileNotFoundError:  # rotated away meanwhile
-            continue
-    events.sort(key=lambda e: e.get("time", 0))
-    return events[-limit:] if limit else events
+            return ask_json(record, execution.secret, "GET", "/events?" + query)["events"]
+        except DebugServerUnreachable:
+            return []
+
+    with ThreadPoolExecutor(max_workers=min(16, max(1, len(records)))) as pool:
+        found = [e for answer in pool.map(one, records) for e in answer]
+    found.sort(key=lambda e: e.get("time", 0))
+    return found[-limit:] if limit else found
 
 
 def event_text(event: dict) -> str:
@@ -79,51 +65,34 @@ def event_json(event: dict) -> str:
     return json.dumps(event)
 
 
-class Follower:
-    """The events appended to the current events logs (``files()``, asked again at each ``poll``: a new
-    container's) since it was made; a line still being written is read once it is whole."""
+class Tail:
+    """What ``--follow`` prints of each poll: a task writes its sampled emits at its flushes, so each poll asks
+    again for the last ``FOLLOW_LAG_SECS`` (``since``) and only what was not printed yet is new."""
 
-    def __init__(self, files: Callable[[], list[str]], component: Optional[str]) -> None:
-        self.files, self.component = files, component
-        self.offsets = {path: _size(path) for path in files() if not _rotated(path)}
+    def __init__(self, now: float) -> None:
+        self.since = now
+        self.printed: dict[str, float] = {}
 
-    def poll(self) -> list[dict]:
-        found = []
-        for path in self.files():
-            if not _rotated(path):
-                found += self._appended(path)
-        return found
-
-    def _appended(self, path: str) -> list[dict]:
-        offset = self.offsets.get(path, 0)
-        if _size(path) < offset:  # rotated (copied and truncated): read it from its start again
-            offset = 0
-        with open(path, "rb") as f:
-            f.seek(offset)
-            data = f.read()
-        end = data.rfind(b"\n") + 1
-        self.offsets[path] = offset + end
-        events = map(parse, data[:end].decode(errors="replace").splitlines())
-        return [e for e in events if e is not None and self.component in (None, e["component"])]
+    def new(self, found: list[dict], asked: float) -> list[dict]:
+        """The events of ``found`` (asked at ``asked`` for those after ``since``) not given before."""
+        fresh = []
+        for event in found:
+            key = json.dumps(event, sort_keys=True)
+            if key not in self.printed:
+                self.printed[key] = event.get("time", 0)
+                fresh.append(event)
+        self.since = max(self.since, asked - FOLLOW_LAG_SECS)
+        self.printed = {k: t for k, t in self.printed.items() if t > self.since}
+        return fresh
 
 
-def follow(files: Callable[[], list[str]], component: Optional[str], out: TextIO,
-           render: Callable[[dict], str]) -> None:
-    """Print the events written from now on, until interrupted (``squall events --follow``)."""
-    follower = Follower(files, component)
+def follow(events: Callable[[float], list[dict]], out: TextIO, render: Callable[[dict], str]) -> None:
+    """Print the events written from now on, until interrupted (``squall events --follow``): ``events(since)``
+    gives those written after ``since``."""
+    tail = Tail(time.time())
     while True:
         time.sleep(FOLLOW_POLL_SECS)
-        for event in follower.poll():
+        asked = time.time()
+        for event in tail.new(events(tail.since), asked):
             out.write(render(event) + "\n")
         out.flush()
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
-
-
-def _rotated(path: str) -> bool:
-    return not path.endswith(EVENTS_FILE)

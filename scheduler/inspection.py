@@ -60,7 +60,7 @@ def _ask(record: schema.ContainerStatus, secret: str, method: str, path: str, bo
                                      f"did not answer: {reason}") from None
 
 
-def _ask_json(record: schema.ContainerStatus, secret: str, method: str, path: str, body: Optional[dict] = None,
+def ask_json(record: schema.ContainerStatus, secret: str, method: str, path: str, body: Optional[dict] = None,
               timeout: float = TIMEOUT_SECS) -> dict:
     return json.loads(_ask(record, secret, method, path, body, timeout)[0])
 
@@ -94,7 +94,7 @@ def search_logs(state: StateManager, name: str, grep: str, component: Optional[s
 
     def one(record: schema.ContainerStatus) -> dict:
         try:
-            return _ask_json(record, execution.secret, "GET", "/logs/search?" + urlencode(query))
+            return ask_json(record, execution.secret, "GET", "/logs/search?" + urlencode(query))
         except DebugServerUnreachable as e:
             return {"container": record.container, "unreachable": str(e)}
 
@@ -169,9 +169,9 @@ def profile(state: StateManager, name: str, task: int, kind: str, seconds: Optio
     record, _ = locate_task(state, name, task)
     secret = manager.running(state, name).secret
     if kind == "stacks":
-        answer = _ask_json(record, secret, "POST", "/stacks", {"task": task})
+        answer = ask_json(record, secret, "POST", "/stacks", {"task": task})
     else:
-        answer = _ask_json(record, secret, "POST", "/profile", {"task": task, "kind": kind, "seconds": seconds},
+        answer = ask_json(record, secret, "POST", "/profile", {"task": task, "kind": kind, "seconds": seconds},
                            timeout=TIMEOUT_SECS + float(seconds or 0))
     return {"topology": name, "container": record.container, "host": record.host, **answer}
 
@@ -188,7 +188,7 @@ def results(state: StateManager, name: str) -> list[dict]:
     out = []
     for record in state.container_records(name):
         try:
-            answer = _ask_json(record, execution.secret, "GET", "/results")
+            answer = ask_json(record, execution.secret, "GET", "/results")
         except DebugServerUnreachable:
             continue
         out += [{"container": record.container, "host": record.host, **r} for r in answer["results"]]

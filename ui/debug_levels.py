@@ -84,7 +84,7 @@ def _events(ctx: UiContext, name: str, component: Optional[str], limit: int) -> 
         debugging.check_component(ctx.state, name, component)
     else:
         debugging.components_of(ctx.state, name)
-    return events.read_events(events.event_files(ctx.state, name), component, limit)
+    return events.read_events(ctx.state, name, component, limit)
 
 
 def _strings(body: dict, key: str) -> list[str]:

@@ -121,3 +121,19 @@ def test_py_spy_draws_the_flame_graph_where_it_may_trace(server):
     assert done["profiler"] == "py-spy"
     with open(done["path"]) as f:
         assert "busy_in_a_named_function" in f.read()
+
+
+def test_the_container_s_sampled_emits_are_served_where_they_are(server):
+    """``squall events`` asks each container's server: its events log and rotated copies, filtered, newest N."""
+    log_dir = server.settings.log_dir
+    rows = [{"time": t, "component": c, "task": 7, "stream": "default", "id": None, "values": [t]}
+            for t, c in ((1.0, "spin"), (2.0, "other"), (3.0, "spin"))]
+    with open(os.path.join(log_dir, "events.log.1"), "w") as f:
+        f.write(json.dumps(rows[0]) + "\n")
+    with open(os.path.join(log_dir, "events.log"), "w") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in rows[1:]))
+    status, answer = ask(server, "GET", "/events?component=spin")
+    assert status == 200 and [e["time"] for e in answer["events"]] == [1.0, 3.0] and answer["container"] == 1
+    assert [e["time"] for e in ask(server, "GET", "/events?limit=1")[1]["events"]] == [3.0]
+    assert [e["time"] for e in ask(server, "GET", "/events?since=1.5")[1]["events"]] == [2.0, 3.0]
+    assert ask(server, "GET", "/events?since=soon")[0] == 400

@@ -1,10 +1,8 @@
-"""Reading the events logs (scheduler/events.py): rotated copies first, one component's, the newest N; and
---follow's events, appended from then on, a line being written only once it is whole."""
+"""Reading the events logs (squall/events_log.py): rotated copies first, one component's, the newest N, those
+after a time; and what --follow prints of each poll (scheduler/events.py), once each, late writes included."""
 import json
 
-import pytest
-
-from squall.errors import SquallError
+from squall import events_log
 from squall.scheduler import events
 
 
@@ -13,42 +11,23 @@ def line(t, component, n):
 
 
 def test_events_are_read_oldest_first_across_rotated_copies(tmp_path):
-    current, rotated = tmp_path / "events.log", tmp_path / "events.log.1"
-    rotated.write_text(line(1.0, "a", 1) + "\n" + '{"time": 1.5, "compo' + "\n")  # a line cut by a rotation
-    current.write_text(line(3.0, "a", 3) + "\n" + line(2.0, "b", 2) + "\n")
-    files = [str(rotated), str(current)]
-    assert [e["id"] for e in events.read_events(files)] == [1, 2, 3]
-    assert [e["id"] for e in events.read_events(files, "a", limit=1)] == [3]
-    assert events.event_text(events.read_events(files, "b")[0]).endswith(" b[1] default id=2 [2]")
+    (tmp_path / "events.log.1").write_text(line(1.0, "a", 1) + "\n" + '{"time": 1.5, "compo' + "\n")  # cut
+    (tmp_path / "events.log").write_text(line(3.0, "a", 3) + "\n" + line(2.0, "b", 2) + "\n" + line(4.0, "a", 4)[:9])
+    files = events_log.files_in(str(tmp_path))
+    assert [e["id"] for e in events_log.read(files)] == [1, 2, 3]
+    assert [e["id"] for e in events_log.read(files, "a", limit=1)] == [3]
+    assert [e["id"] for e in events_log.read(files, since=1.0)] == [2, 3]
+    assert events.event_text(events_log.read(files, "b")[0]).endswith(" b[1] default id=2 [2]")
+    assert events_log.files_in(str(tmp_path / "nothing")) == []
 
 
-def test_following_gives_whole_lines_appended_since_and_survives_a_rotation(tmp_path):
-    path = tmp_path / "events.log"
-    path.write_text(line(1.0, "a", 1) + "\n")
-    follower = events.Follower(lambda: [str(tmp_path / "events.log.1"), str(path)], "a")
-    with open(path, "a") as f:
-        f.write(line(2.0, "b", 2) + "\n" + line(3.0, "a", 3) + "\n" + line(4.0, "a", 4)[:10])
-    assert [e["id"] for e in follower.poll()] == [3]
-    with open(path, "a") as f:
-        f.write(line(4.0, "a", 4)[10:] + "\n")
-    assert [e["id"] for e in follower.poll()] == [4]
-    assert follower.poll() == []
-    path.write_text(line(5.0, "a", 5) + "\n")  # copied and truncated, then written again
-    assert [e["id"] for e in follower.poll()] == [5]
-
-
-def test_on_yarn_the_events_logs_are_named_where_the_containers_keep_them(tmp_path):
-    from squall.idl import schema
-    from squall.state import Kind, LocalStateManager, member
-
-    with LocalStateManager(str(tmp_path)) as state:
-        state.put(Kind.EXECUTION_STATE, "t", schema.ExecutionState(
-            topology_name="t", run_id="r", run_dir=str(tmp_path), submit_time=0.0, submitter="me",
-            status=schema.TopologyStatus.RUNNING, secret="s", cluster="yarn", python="python"))
-        state.put(Kind.CONTAINER, member("t", 1), schema.ContainerStatus(
-            container=1, host="node7", executor_pid=1, updated=0.0,
-            processes=[schema.ProcessStatus(name="stmgr", pid=2, restarts=0, crashes=0,
-                                            log_file="/yarn/logs/container_01/stmgr.log")]))
-        with pytest.raises(SquallError, match=r"runs on yarn: its events logs are in its containers' log folders "
-                                              r"\(/yarn/logs/container_01\)"):
-            events.event_files(state, "t")
+def test_following_prints_each_event_once_and_one_written_late_too():
+    tail = events.Tail(now=10.0)
+    assert tail.since == 10.0
+    e11, e12 = json.loads(line(11.0, "a", 1)), json.loads(line(12.0, "a", 2))
+    assert tail.new([e11, e12], asked=12.5) == [e11, e12]
+    assert tail.since == 10.0  # asked again for the last FOLLOW_LAG_SECS: a task writes at its flushes
+    late = json.loads(line(11.5, "b", 3))  # written after 12.0 was seen, by another task
+    assert tail.new([e11, late, e12], asked=13.0) == [late]
+    assert tail.new([e12], asked=30.0) == [] and tail.since == 30.0 - events.FOLLOW_LAG_SECS
+    assert tail.printed == {}  # what is older than since is forgotten
