@@ -1,6 +1,6 @@
 """Kafka in, Parquet out, with every role killed and the spout rescaled mid-run: what Spark reads is exact.
 
-60,000 keyed records arrive in a 4-partition topic while tests/connectors/topologies/kafka_to_parquet.py
+40,000 keyed records arrive in a 4-partition topic while tests/connectors/topologies/kafka_to_parquet.py
 runs (KafkaSpout par 2 -> a stateless bolt -> FileSink). Mid-run: SIGKILL of a KafkaSpout task, of a stream
 manager, of a whole container, then ``update --component-parallelism kafka=3``. At EFFECTIVELY_ONCE, PySpark
 reads exactly one row per (partition, offset); at ATLEAST_ONCE, at least one.
@@ -19,8 +19,8 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOPOLOGY = os.path.join(HERE, "topologies", "kafka_to_parquet.py")
-RECORDS = 60_000
-RATE = 4000  # records/s the producer writes: 15 s of arrivals, processed behind them through four faults
+RECORDS = 40_000
+RATE = 4000  # records/s the producer writes: 10 s of arrivals, processed behind them through four faults
 
 
 class Feed(threading.Thread):

@@ -9,32 +9,6 @@ from e2e_harness import summed_counts as counted, wait_until
 from squall.state import Kind, LocalStateManager
 
 
-def test_update_scales_a_bolt_up_and_down_with_exact_counts(cluster, tmp_path):
-    out = str(tmp_path / "out")
-    os.mkdir(out)
-    cluster.submit("wc_update", f"e2e.out.dir={out}")
-    state = LocalStateManager(os.path.join(cluster.home, "state"))
-    before = {i.id.task_id: i.pid for i in state.get(Kind.PHYSICAL_PLAN, "wc_update").instances}
-    wait_until(lambda: sum(counted(out).values()) > 200, what="words to be counted")
-
-    cluster.squall("update", "wc_update", "--component-parallelism", "count=3")
-    physical = state.get(Kind.PHYSICAL_PLAN, "wc_update")
-    count_tasks = [i for i in physical.instances if i.id.component == "count"]
-    assert sorted(i.id.component_index for i in count_tasks) == [0, 1, 2]
-    untouched = {i.id.task_id: i.pid for i in physical.instances if i.id.task_id in before}
-    assert untouched == before, "update restarted instances it did not need to touch"
-
-    cluster.squall("update", "wc_update", "--component-parallelism", "count=1")
-    physical = state.get(Kind.PHYSICAL_PLAN, "wc_update")
-    assert [i.id.component_index for i in physical.instances if i.id.component == "count"] == [0]
-
-    expected = expected_words(1500)
-    wait_until(lambda: sum(counted(out).values()) >= sum(expected.values()), timeout=90, what="all words counted")
-    time.sleep(1.0)  # the window in which a duplicate would arrive: nothing signals that none is coming
-    assert counted(out) == expected
-    cluster.squall("kill", "wc_update")
-
-
 def test_an_update_that_splits_a_chain_replaces_its_process_and_counts_stay_exact(cluster, tmp_path):
     """sentences -> split run chained; split at parallelism 2 cannot be: the chain's process stops before
     its tasks' new processes start (one process per task at a time), and the topology is RUNNING again."""
@@ -60,14 +34,34 @@ def test_an_update_that_splits_a_chain_replaces_its_process_and_counts_stay_exac
     cluster.squall("kill", "wc_update")
 
 
-def test_update_past_the_container_caps_adds_containers_and_resizes_instances(cluster, tmp_path):
+BAD_UPDATES = [
+    (["--component-parallelism", "nope=2"], "topology 'wc_update' has no component 'nope'"),
+    (["--component-parallelism", "count=0"], "--component-parallelism count=0: must be a positive integer"),
+    (["--component-cpu", "count=lots"], "--component-cpu 'count=lots': expected COMPONENT=N with N a number"),
+    (["--config-property", "count:topology.max.spout.pending=5"],
+     "other keys take a resubmit"),
+    (["--component-ram", "count=-5"], "squall.component.ram.mb (--config-property count:squall.component.ram.mb): "
+                                      "must be >= 0, got -5"),
+    (["--component-ram", "count=100000"], "cannot update topology 'wc_update': "),
+]
+
+
+def test_updates_refused_then_past_the_container_caps_then_down_with_exact_counts(cluster, tmp_path):
+    """One running topology: every bad update of BAD_UPDATES refused in one line, changing nothing; then
+    count 2 -> 12, resized, past the container's caps (a second container; nothing that stays restarts);
+    then down to 1 (the second container given back); the counts stay exact."""
     out = str(tmp_path / "out")
     os.mkdir(out)
     cluster.submit("wc_update", f"e2e.out.dir={out}", "squall.packing.algorithm=ffd")
     state = cluster.state()
-    plan = state.get(Kind.PACKING_PLAN, "wc_update")
+    plan, topology = state.get(Kind.PACKING_PLAN, "wc_update"), state.get(Kind.TOPOLOGY, "wc_update")
     assert len(plan.containers) == 1
     before = {i.id.task_id: i.pid for i in state.get(Kind.PHYSICAL_PLAN, "wc_update").instances}
+    for argv, message in BAD_UPDATES:
+        _, err = cluster.squall("update", "wc_update", *argv, expect=2)
+        assert message in err and len(err.strip().splitlines()) == 1, (argv, err)
+        assert state.get(Kind.PACKING_PLAN, "wc_update") == plan, f"update {argv} changed the packing plan"
+        assert state.get(Kind.TOPOLOGY, "wc_update") == topology, f"update {argv} changed the topology"
     wait_until(lambda: sum(counted(out).values()) > 200, what="words to be counted")
 
     grow = ["--component-parallelism", "count=12", "--component-cpu", "count=0.25", "--component-ram", "count=128"]
@@ -89,36 +83,14 @@ def test_update_past_the_container_caps_adds_containers_and_resizes_instances(cl
     assert kept == before, "resizing instances restarted ones that stayed in their container"
     assert json.loads(cluster.squall("show", "wc_update", "--json")[0])["status"] == "RUNNING"
 
+    cluster.squall("update", "wc_update", "--component-parallelism", "count=1")
+    plan = state.get(Kind.PACKING_PLAN, "wc_update")
+    assert len(plan.containers) == 1
+    physical = state.get(Kind.PHYSICAL_PLAN, "wc_update")
+    assert [i.id.component_index for i in physical.instances if i.id.component == "count"] == [0]
+
     expected = expected_words(1500)
     wait_until(lambda: sum(counted(out).values()) >= sum(expected.values()), timeout=90, what="all words counted")
     time.sleep(1.0)  # the window in which a duplicate would arrive: nothing signals that none is coming
     assert counted(out) == expected
-    cluster.squall("kill", "wc_update")
-
-
-BAD_UPDATES = [
-    (["--component-parallelism", "nope=2"], "topology 'wc_update' has no component 'nope'"),
-    (["--component-parallelism", "count=0"], "--component-parallelism count=0: must be a positive integer"),
-    (["--component-cpu", "count=lots"], "--component-cpu 'count=lots': expected COMPONENT=N with N a number"),
-    (["--config-property", "count:topology.max.spout.pending=5"],
-     "other keys take a resubmit"),
-    (["--component-ram", "count=-5"], "squall.component.ram.mb (--config-property count:squall.component.ram.mb): "
-                                      "must be >= 0, got -5"),
-    (["--component-ram", "count=100000"], "cannot update topology 'wc_update': "),
-]
-
-
-def test_a_bad_update_is_one_line_and_changes_nothing(cluster, tmp_path):
-    """Every bad update of BAD_UPDATES, one after the other, against one running topology: each is refused
-    in one line and leaves the plan and the topology as they were."""
-    out = str(tmp_path / "out")
-    os.mkdir(out)
-    cluster.submit("wc_update", f"e2e.out.dir={out}")
-    state = cluster.state()
-    plan, topology = state.get(Kind.PACKING_PLAN, "wc_update"), state.get(Kind.TOPOLOGY, "wc_update")
-    for argv, message in BAD_UPDATES:
-        _, err = cluster.squall("update", "wc_update", *argv, expect=2)
-        assert message in err and len(err.strip().splitlines()) == 1, (argv, err)
-        assert state.get(Kind.PACKING_PLAN, "wc_update") == plan, f"update {argv} changed the packing plan"
-        assert state.get(Kind.TOPOLOGY, "wc_update") == topology, f"update {argv} changed the topology"
     cluster.squall("kill", "wc_update")
