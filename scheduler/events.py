@@ -3,7 +3,7 @@ container's events log (``squall/events_log.py``), oldest first.
 
 A running topology's are asked of each container's debug server (``runtime/debug_server.py``), locally as
 on YARN, where each log stays on its container's host; a stopped topology's are read from its run folder.
-``--follow`` asks again every ``FOLLOW_POLL_SECS`` for what was written after the newest it has.
+``--follow`` asks again every ``FOLLOW_POLL_SECS`` for the last ``FOLLOW_LAG_SECS`` and prints what is new.
 """
 from __future__ import annotations
 
@@ -11,13 +11,11 @@ import glob
 import json
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional, TextIO
 from urllib.parse import urlencode
 
 from squall import events_log
-from squall.idl import schema
-from squall.scheduler.inspection import DebugServerUnreachable, ask_json
+from squall.scheduler.inspection import ask_every_container
 from squall.scheduler.logs import run_dir_of
 from squall.state import Kind, StateManager
 
@@ -38,16 +36,8 @@ def read_events(state: StateManager, name: str, component: Optional[str] = None,
         return events_log.read(files, component, limit, since)
     query = urlencode({k: v for k, v in (("component", component), ("limit", limit), ("since", since))
                        if v is not None})
-    records = state.container_records(name)
-
-    def one(record: schema.ContainerStatus) -> list:
-        try:
-            return ask_json(record, execution.secret, "GET", "/events?" + query)["events"]
-        except DebugServerUnreachable:
-            return []
-
-    with ThreadPoolExecutor(max_workers=min(16, max(1, len(records)))) as pool:
-        found = [e for answer in pool.map(one, records) for e in answer]
+    found = [e for _, answer, _ in ask_every_container(state, name, execution.secret, "/events?" + query)
+             if answer is not None for e in answer["events"]]
     found.sort(key=lambda e: e.get("time", 0))
     return found[-limit:] if limit else found
 

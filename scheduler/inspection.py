@@ -65,6 +65,21 @@ def ask_json(record: schema.ContainerStatus, secret: str, method: str, path: str
     return json.loads(_ask(record, secret, method, path, body, timeout)[0])
 
 
+def ask_every_container(state: StateManager, name: str, secret: str, path: str) -> list[tuple]:
+    """``(record, answer or None, why it did not answer or None)`` of a GET of ``path`` from every container's
+    debug server, asked at once (a slow container does not hold the others back)."""
+    records = state.container_records(name)
+
+    def one(record: schema.ContainerStatus) -> tuple:
+        try:
+            return record, ask_json(record, secret, "GET", path), None
+        except DebugServerUnreachable as e:
+            return record, None, str(e)
+
+    with ThreadPoolExecutor(max_workers=min(16, max(1, len(records)))) as pool:
+        return list(pool.map(one, records))
+
+
 # ------------------------------------------------------------------------------ log search
 def check_component(state: StateManager, name: str, component: Optional[str]) -> None:
     if component is None:
@@ -90,16 +105,9 @@ def search_logs(state: StateManager, name: str, grep: str, component: Optional[s
         return _search_run_folder(logs.run_dir_of(state, name), name, pattern, component, since_at, limit)
     query = {"grep": grep, "limit": limit, **({"component": component} if component else {}),
              **({"since": since_at} if since_at is not None else {})}
-    records = state.container_records(name)
-
-    def one(record: schema.ContainerStatus) -> dict:
-        try:
-            return ask_json(record, execution.secret, "GET", "/logs/search?" + urlencode(query))
-        except DebugServerUnreachable as e:
-            return {"container": record.container, "unreachable": str(e)}
-
-    with ThreadPoolExecutor(max_workers=min(16, max(1, len(records)))) as pool:
-        answers = list(pool.map(one, records))
+    answers = [answer if answer is not None else {"container": record.container, "unreachable": why}
+               for record, answer, why in ask_every_container(state, name, execution.secret,
+                                                              "/logs/search?" + urlencode(query))]
     matches = [{"container": a["container"], "host": a["host"], **m} for a in answers for m in a.get("matches", [])]
     return _merged(name, matches, sum(a.get("total", 0) for a in answers),
                    any(a.get("truncated") for a in answers), limit,
@@ -185,13 +193,9 @@ def memory_text(answer: dict) -> list[str]:
 def results(state: StateManager, name: str) -> list[dict]:
     """Every container's kept stacks and profiles, newest first: container, host, name, kind, size, time."""
     execution = manager.running(state, name)
-    out = []
-    for record in state.container_records(name):
-        try:
-            answer = ask_json(record, execution.secret, "GET", "/results")
-        except DebugServerUnreachable:
-            continue
-        out += [{"container": record.container, "host": record.host, **r} for r in answer["results"]]
+    out = [{"container": record.container, "host": record.host, **r}
+           for record, answer, _ in ask_every_container(state, name, execution.secret, "/results")
+           if answer is not None for r in answer["results"]]
     return sorted(out, key=lambda r: r["time"], reverse=True)
 
 

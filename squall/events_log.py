@@ -6,19 +6,19 @@ for a stopped topology, from the run folder (``scheduler/events.py``): both with
 """
 from __future__ import annotations
 
+import glob
 import json
 import os
 from typing import Optional
 
 EVENTS_FILE = "events.log"
-MAX_BACKUPS = 100  # rotated copies looked for (squall.log.backups keeps fewer)
 
 
 def files_in(log_dir: str) -> list[str]:
     """The events log of the container logging in ``log_dir`` and its rotated copies, oldest first."""
     current = os.path.join(log_dir, EVENTS_FILE)
-    rotated = [f"{current}.{k}" for k in range(MAX_BACKUPS, 0, -1) if os.path.exists(f"{current}.{k}")]
-    return rotated + ([current] if os.path.exists(current) else [])
+    rotated = [p for p in glob.glob(current + ".*") if p[len(current) + 1:].isdigit()]  # .1 the newest
+    return sorted(rotated, key=lambda p: -int(p[len(current) + 1:])) + ([current] if os.path.exists(current) else [])
 
 
 def parse(line: str) -> Optional[dict]:
