@@ -29,6 +29,9 @@ from squall.runtime.debug_agent import sample_stacks
 from squall.runtime.debug_server import DebugServer, ServerSettings
 from squall.runtime.profiles import Target
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ui_store import timed  # noqa: E402  (the best of N wall-clock runs)
+
 LOG_MB = 64
 ROUNDS = 5
 
@@ -53,15 +56,6 @@ def bare_grep(path: str, pattern: re.Pattern) -> int:
             if pattern.search(line):
                 found += 1
     return found
-
-
-def best_of(call: object, repeat: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        call()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def work_rate(seconds: float, observe: object = None) -> float:
@@ -133,14 +127,14 @@ def main() -> None:
         path = os.path.join(folder, "instance-3-split.log")
         lines = write_log(path)
         pattern = compile_pattern("boom")
-        base = best_of(lambda: bare_grep(path, pattern))
-        ours = best_of(lambda: search([path], pattern, None, 500))
+        base = timed(lambda: bare_grep(path, pattern), repeat=3)
+        ours = timed(lambda: search([path], pattern, None, 500), repeat=3)
         print(f"log search, {LOG_MB} MiB ({lines:,} lines): bare loop {base:.2f}s "
               f"({lines / base / 1e6:.2f} M lines/s), "
               f"search() {ours:.2f}s ({lines / ours / 1e6:.2f} M lines/s): {ours / base:.2f}x the bare loop")
-        stamps = best_of(lambda: search([path], compile_pattern("processed"), None, 500))
+        stamps = timed(lambda: search([path], compile_pattern("processed"), None, 500), repeat=3)
         print(f"  every line matching (the heap kept full): {stamps:.2f}s, {stamps / base:.2f}x the bare loop")
-        since = best_of(lambda: search([path], pattern, time.time() + 3600, 500))
+        since = timed(lambda: search([path], pattern, time.time() + 3600, 500), repeat=3)
         print(f"  --since after the file's last write (not opened): {since * 1e6:.0f} us")
 
         observers = {"sampler 10 ms": lambda t: sample_stacks(t, 0.01),
