@@ -35,6 +35,7 @@ from squall.logical import topology_config
 from squall.metrics_schema import HEALTH_ACTIONS, HEALTH_COMPONENT
 from squall.processargs import ProcessArgs
 from squall.runtime.client import MetricsReporter, TMasterUnreachable, query_metrics
+from squall.scheduler.launcher import make_scheduler
 from squall.state import AlreadyExists, Kind, StateAddress, StateError, StateManager
 from squall.state.status import topology_health
 from squall.supervision import die_with_parent
@@ -200,9 +201,17 @@ class HealthLoop:
         except TMasterUnreachable as e:
             log.info("no observation this time: %s", e)
             return None
-        return observe(metrics, topology, self.state.get(Kind.PACKING_PLAN, self.topology),
-                       self.state.get(Kind.EXECUTION_STATE, self.topology), config, time.time(),
-                       busy_elsewhere=self.busy_elsewhere())
+        execution = self.state.get(Kind.EXECUTION_STATE, self.topology)
+        return observe(metrics, topology, self.state.get(Kind.PACKING_PLAN, self.topology), execution, config,
+                       time.time(), busy_elsewhere=self.busy_elsewhere(), headroom=self.headroom(execution))
+
+    def headroom(self, execution: schema.ExecutionState) -> Optional[tuple]:
+        """What the cluster can still grant the topology (on YARN, its queue's headroom), None when unknown."""
+        try:
+            return make_scheduler(execution.cluster, self.state).headroom(execution)
+        except SquallError as e:
+            log.info("the cluster's headroom is unknown this time: %s", e)
+            return None
 
     def busy_elsewhere(self) -> bool:
         """Another command is changing the topology (it holds its lock), or it is not all up (degraded,

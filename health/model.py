@@ -57,6 +57,7 @@ class Observation:
     max_spout_pending: Optional[int]
     containers: int
     components: Mapping[str, ComponentObservation]
+    headroom: Optional[tuple] = None  # (memory MB, vcores) the cluster can still grant (YARN: the queue's)
 
 
 @dataclass(frozen=True)

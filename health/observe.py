@@ -18,11 +18,12 @@ KINDS = {schema.ComponentKind.SPOUT: "spout", schema.ComponentKind.BOLT: "bolt"}
 
 def observe(metrics: Mapping[str, object], topology: schema.Topology, packing_plan: schema.PackingPlan,
             execution: schema.ExecutionState, config: Config, now: float,
-            busy_elsewhere: bool = False) -> Observation:
+            busy_elsewhere: bool = False, headroom: Optional[tuple] = None) -> Observation:
     """The topology as ``metrics`` (a ``query_metrics`` result over a window) show it at ``now``.
 
     ``config`` is the topology's resolved config; ``busy_elsewhere``: the loop knows a restore, a
-    checkpointed rescale or an update is in flight (no action is taken then)."""
+    checkpointed rescale or an update is in flight (no action is taken then); ``headroom``: ``(memory MB,
+    vcores)`` the scheduler says the cluster can still grant (None: no bound known)."""
     tasks_metrics = {int(task_id): figures for task_id, figures in dict(metrics.get("tasks") or {}).items()}
     components_metrics = dict(metrics.get("components") or {})
     placed = {i.id.task_id: (c.id, i) for c in packing_plan.containers for i in c.instances}
@@ -61,6 +62,7 @@ def observe(metrics: Mapping[str, object], topology: schema.Topology, packing_pl
         max_spout_pending=int(pending) if pending is not None else None,
         containers=len(packing_plan.containers),
         components=components,
+        headroom=headroom,
     )
 
 

@@ -5,18 +5,23 @@ Rules (docs/health.md, "How it decides"):
 
 - one action in flight: while an applied decision waits out ``stabilization_secs``, nothing new is
   decided but reports (skew); then its effect is measured against its ``expected`` and it becomes
-  ``effective`` or ``ineffective`` (Flink's effectiveness check);
+  ``effective`` or ``ineffective`` (Flink's effectiveness check), by a window the topology was settled
+  through (running, all up, nothing else changing it since before the window began): a large move
+  restarts many tasks, and spouts held back while they come up say nothing of the action; if it never
+  settles, it is judged ``JUDGE_WAIT`` stabilization times after it was applied, as it is;
 - an ineffective resolution (diagnosis, component, action kind) is not decided again for
   ``blacklist_secs`` (Dhalion's blacklist): the next diagnosis of the component is tried instead;
 - no action while the topology is not running (degraded, paused) or something else changes it
   (``busy_elsewhere``): the decision is ``blocked`` with the reason;
-- parallelism within ``[min, max]`` of the component, containers within ``max_containers``: a
-  decision held at a bound is ``blocked`` and the next diagnosis is tried;
+- parallelism within ``[min, max]`` of the component, containers within ``max_containers``, and what a
+  scale-up adds within what the cluster can still grant (on YARN, the queue's headroom in the
+  ResourceManager's view): a decision held at a bound is ``blocked`` and the next diagnosis is tried;
 - at most one actionable decision per observation; a decision the same as the last of its kind is not
   repeated (the history shows it once).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Optional, Sequence
 
@@ -29,6 +34,7 @@ __all__ = ["HealthPolicy", "HealthSettings"]
 
 MIN_HORIZON_SECS = 300.0  # observations kept at least this long (lag growth, p95 of use)
 OPEN = ("recommended", "blocked")
+JUDGE_WAIT = 4.0  # stabilization times after which an applied decision is judged, settled or not
 
 
 class HealthPolicy:
@@ -36,6 +42,7 @@ class HealthPolicy:
         self._settings = settings
         self._history = list(history)
         self._recent: list[Observation] = []  # observations before the newest, oldest first
+        self._unsettled_at: Optional[float] = None  # the newest observation not running, or changing
 
     @property
     def history(self) -> list[Decision]:
@@ -44,6 +51,8 @@ class HealthPolicy:
     def decide(self, observation: Observation) -> list[Decision]:
         """Decisions judged by ``observation`` (applied ones whose stabilization has passed) and the new
         ones it leads to, in that order; all are in ``history`` too."""
+        if observation.status != "running" or observation.busy_elsewhere:
+            self._unsettled_at = observation.time
         judged = self._judge(observation)
         new = self._new(observation)
         self._remember(observation)
@@ -69,8 +78,12 @@ class HealthPolicy:
 
     def _judge(self, obs: Observation) -> list[Decision]:
         out = []
+        stabilization = self._settings.stabilization_secs
         for d in self._history:
-            if d.status != "applied" or obs.time < (d.applied_time or d.time) + self._settings.stabilization_secs:
+            since = d.applied_time or d.time
+            if d.status != "applied" or obs.time < since + stabilization:
+                continue
+            if not self._settled(obs) and obs.time < since + JUDGE_WAIT * stabilization:
                 continue
             if d.action.kind == "set_pending":
                 ok, measured = tuner.measure(d, obs)
@@ -81,13 +94,17 @@ class HealthPolicy:
             self._replace(d)
         return out
 
+    def _settled(self, obs: Observation) -> bool:
+        """``obs``'s window began after the topology was last seen not running or changing."""
+        return self._unsettled_at is None or self._unsettled_at <= obs.time - obs.window_secs
+
     def _candidates(self, obs: Observation) -> list[Decision]:
         out = []
         for found in diagnose(obs, self._recent, self._settings):
             decision = resolve.resolve(found, obs, self._recent, self._settings, self._history)
             if decision is not None:
                 out.append(decision)
-        pending = tuner.tune_pending(obs, self._settings, self._history)
+        pending = tuner.tune_pending(obs, self._settings, self._history, self._recent)
         return out + ([pending] if pending is not None else [])
 
     def _new(self, obs: Observation) -> list[Decision]:
@@ -135,7 +152,25 @@ class HealthPolicy:
         if limit is not None and bounded > current and after > limit:
             return replace(decision, status="blocked",
                            reason=f"{after} containers (estimated) > squall.health.max.containers = {limit}")
-        return decision
+        return self._within_headroom(decision, obs, bounded)
+
+    @staticmethod
+    def _within_headroom(decision: Decision, obs: Observation, parallelism: int) -> Decision:
+        """Blocked when what the scale adds (requests at today's instances per container, whole vcores) is
+        more than the cluster can grant now."""
+        if obs.headroom is None:
+            return decision
+        comp, action = obs.components[decision.action.component or ""], decision.action
+        cpu = parallelism * (action.cpu if action.cpu is not None else comp.cpu_requested) \
+            - comp.parallelism * comp.cpu_requested
+        ram_mb = parallelism * (action.ram_mb if action.ram_mb is not None else comp.ram_mb_requested) \
+            - comp.parallelism * comp.ram_mb_requested
+        free_mb, free_vcores = obs.headroom
+        if ram_mb <= free_mb and math.ceil(cpu - 1e-9) <= free_vcores:
+            return decision
+        return replace(decision, status="blocked",
+                       reason=f"it adds {ram_mb:,.0f} MiB and {cpu:g} cores, and the cluster can grant {free_mb:,} "
+                              f"MiB and {free_vcores} vcores now (the queue's headroom)")
 
     def _held(self, decision: Decision, obs: Observation) -> Decision:
         if decision.status != "recommended":

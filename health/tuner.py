@@ -11,11 +11,15 @@ every bolt's busiest task is below the target utilization: when one is near its 
 tasks, or draining a backlog after a scale-up), more tuples in flight only queue in front of it; and only
 while pending binds: a spout task's rate times its p99 complete latency (Little's law: the trees it holds
 in flight, at most) reaches ``BINDS`` of pending. A paced spout that emits all it is given never waits
-for pending, and a throughput that rises then is the load's doing, not pending's.
+for pending, and a throughput that rises then is the load's doing, not pending's. And only in a steady
+state: the spouts' rate over the last ``STEADY_OBSERVATIONS`` within ``STEADY_BAND`` of their median. A
+spout catching up on the backlog it kept while held back (after a scale-up, a restart) emits more
+whatever pending is, and a probe then would be credited with the catching up or judged against it.
 Both are capped by ``squall.health.pending.memory.mb`` over the spout tasks at ``PENDING_KIB`` a tuple.
 """
 from __future__ import annotations
 
+import statistics
 from typing import Optional, Sequence
 
 from squall.health import diagnose as dx
@@ -29,6 +33,8 @@ STEP = 2.0  # pending changes by at most this factor in one step
 CLIMB_GAIN = 0.05  # a doubling that raised throughput by less than this is the top of the hill
 TUNED = ("pending", "pending_revert")
 BINDS = 0.5  # trees in flight per spout task, as a share of pending, from which pending may be what holds it
+STEADY_OBSERVATIONS = 3  # the climber probes only when the spouts' rate was flat over this many observations
+STEADY_BAND = 0.1  # flat: each within this share of their median
 
 
 def pending_cap(obs: Observation, settings: HealthSettings) -> int:
@@ -37,13 +43,15 @@ def pending_cap(obs: Observation, settings: HealthSettings) -> int:
     return max(1, int(settings.pending_memory_mb * 1024 / PENDING_KIB / tasks))
 
 
-def tune_pending(obs: Observation, settings: HealthSettings, history: Sequence[Decision]) -> Optional[Decision]:
-    """The next ``set_pending`` decision, or None (not at least once, unlimited pending, or nothing to do)."""
+def tune_pending(obs: Observation, settings: HealthSettings, history: Sequence[Decision],
+                 recent: Sequence[Observation] = ()) -> Optional[Decision]:
+    """The next ``set_pending`` decision, or None (not at least once, unlimited pending, or nothing to do).
+    ``recent``: the observations before ``obs``, oldest first."""
     if obs.reliability != "ATLEAST_ONCE" or obs.max_spout_pending is None:
         return None
     if settings.latency_target_ms is not None:
         return _toward_target(obs, settings)
-    return _climb(obs, settings, history)
+    return _climb(obs, settings, history, recent)
 
 
 def p99_ms(obs: Observation) -> Optional[float]:
@@ -77,7 +85,8 @@ def _toward_target(obs: Observation, settings: HealthSettings) -> Optional[Decis
                 {"complete_latency_p99_ms": target})
 
 
-def _climb(obs: Observation, settings: HealthSettings, history: Sequence[Decision]) -> Optional[Decision]:
+def _climb(obs: Observation, settings: HealthSettings, history: Sequence[Decision],
+           recent: Sequence[Observation]) -> Optional[Decision]:
     pending, throughput = obs.max_spout_pending or 0, dx.spout_rate(obs)
     last = next((d for d in reversed(history) if d.diagnosis in TUNED and d.status in APPLIED), None)
     evidence = {"pending": pending, "throughput": round(throughput, 1), "cap": pending_cap(obs, settings)}
@@ -91,7 +100,7 @@ def _climb(obs: Observation, settings: HealthSettings, history: Sequence[Decisio
                     f"set topology.max.spout.pending {pending} -> {back}: the last doubling did not raise throughput",
                     evidence, f"back to {back}, held {settings.blacklist_secs:g} s", {"throughput": throughput})
     new = min(evidence["cap"], 2 * pending)
-    if new == pending or _near_capacity(obs, settings) or not _binds(obs, pending):
+    if new == pending or _near_capacity(obs, settings) or not _binds(obs, pending) or not steady(obs, recent):
         return None
     return _set(obs, "pending", new,
                 f"set topology.max.spout.pending {pending} -> {new}: climbing while throughput rises",
@@ -107,6 +116,15 @@ def _binds(obs: Observation, pending: int) -> bool:
             if per_task * c.complete_latency_p99_ms / 1000.0 >= BINDS * pending:
                 return True
     return False
+
+
+def steady(obs: Observation, recent: Sequence[Observation]) -> bool:
+    """The spouts' rate was flat over the last ``STEADY_OBSERVATIONS`` observations, ``obs`` included."""
+    rates = [dx.spout_rate(o) for o in [*recent[-(STEADY_OBSERVATIONS - 1):], obs]]
+    if len(rates) < STEADY_OBSERVATIONS:
+        return False
+    middle = statistics.median(rates)
+    return all(abs(r - middle) <= STEADY_BAND * middle for r in rates)
 
 
 def _near_capacity(obs: Observation, settings: HealthSettings) -> bool:

@@ -81,6 +81,11 @@ class Scheduler(ABC):
         """Where the run is, for ``show`` and ``logs`` (label -> value)."""
         return {}
 
+    def headroom(self, execution_state: schema.ExecutionState) -> Optional[tuple[int, int]]:
+        """``(memory MB, vcores)`` the cluster can still grant this topology now (on YARN, its queue's
+        headroom in the ResourceManager's view); None when this scheduler sets no bound or cannot say."""
+        return None
+
     def cluster(self, config: Mapping[str, object]) -> Optional[dict[str, object]]:
         """The cluster this scheduler runs topologies on, as data (the UI's cluster page); None when it
         has none to describe, or nothing in ``config`` says where it is."""

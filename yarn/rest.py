@@ -65,6 +65,7 @@ class QueueReport:
     used_vcores: int
     kind: str  # capacityScheduler | fairScheduler
     children: tuple = field(default_factory=tuple)  # names
+    absolute_max_capacity: float = 100.0  # percent of the cluster the queue may grow to (elastic limit)
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,8 @@ def _capacity_queue(q: dict, parent: str, out: list) -> None:
                            float(q.get("maxCapacity", 0)), float(q.get("absoluteCapacity", 0)),
                            float(q.get("absoluteUsedCapacity", 0)), _int(used.get("memory")),
                            _int(used.get("vCores")), "capacityScheduler",
-                           tuple(f"{name}.{c['queueName']}" for c in children)))
+                           tuple(f"{name}.{c['queueName']}" for c in children),
+                           float(q.get("absoluteMaxCapacity", q.get("maxCapacity", 100.0)))))
     for child in children:
         _capacity_queue(child, name, out)
 
@@ -161,9 +163,27 @@ def _fair_queue(q: dict, out: list, cluster_mb: Optional[int] = None) -> None:
                            100.0 * _int(used.get("memory")) / _int(fair.get("memory")) if _int(fair.get("memory")) else 0.0,
                            share(top.get("memory")), share(fair.get("memory")), share(used.get("memory")),
                            _int(used.get("memory")), _int(used.get("vCores")), "fairScheduler",
-                           tuple(c["queueName"] for c in children)))
+                           tuple(c["queueName"] for c in children),
+                           share(top.get("memory")) if top.get("memory") else 100.0))
     for child in children:
         _fair_queue(child, out, cluster_mb)
+
+
+def find_queue(queues: list, queue: str) -> Optional[QueueReport]:
+    """The report of ``queue`` as an application names it: a full path (``root.a.b``, ``a.b``) or a leaf
+    name (unique under the capacity scheduler)."""
+    full = queue if queue.startswith("root") else f"root.{queue}"
+    return (next((q for q in queues if q.name == full), None)
+            or next((q for q in queues if q.name.rsplit(".", 1)[-1] == queue), None))
+
+
+def queue_headroom(queue: QueueReport, cluster: ClusterMetrics) -> tuple[int, int]:
+    """``(memory MB, vcores)`` the queue can still be granted now: what it may grow to (its maximum
+    capacity, a share of the cluster) less what it uses, and no more than the cluster has free."""
+    share = queue.absolute_max_capacity / 100.0
+    mb = min(cluster.available_mb, int(cluster.total_mb * share) - queue.used_mb)
+    vcores = min(cluster.available_vcores, int(cluster.total_vcores * share) - queue.used_vcores)
+    return max(0, mb), max(0, vcores)
 
 
 def parse_apps(doc: dict) -> list:

@@ -43,6 +43,7 @@ from squall.stateful import checkpointing
 from squall.yarn.client import application, check_reachable, hadoop_conf, rm_client, skein_client
 from squall.yarn.environment import PythonEnvironment
 from squall.yarn.errors import YarnError
+from squall.yarn.rest import find_queue, queue_headroom
 from squall.yarn.spec import TMASTER_SERVICE, build_spec, parse_service, service_shapes, services_of, spare_shape
 from squall.yarn.staging import Staged, shipped_archive, topology_archive
 
@@ -295,6 +296,29 @@ class YarnScheduler(Scheduler):
 
     def check_update(self, execution_state: schema.ExecutionState, current: schema.PackingPlan, proposed: schema.PackingPlan) -> None:
         self._new_services(execution_state, proposed)
+        config = self._config(execution_state.topology_name)
+        known = {c.id for c in current.containers}
+        added = [normalise(c.resources, config) for c in proposed.containers if c.id not in known]
+        if not added:
+            return
+        try:
+            free = self.headroom(execution_state)
+        except YarnError as e:
+            log.warning("the queue's headroom is unknown, the update goes ahead: %s", e)
+            return
+        need = (sum(mb for mb, _ in added), sum(vcores for _, vcores in added))
+        if free is not None and (need[0] > free[0] or need[1] > free[1]):
+            raise SchedulerError(f"the update needs {len(added)} more YARN container(s), {need[0]} MB and {need[1]} "
+                                 f"vcores, and queue {config['squall.yarn.queue']!r} can be granted {free[0]} MB "
+                                 f"and {free[1]} vcores now (ResourceManager): nothing changed")
+
+    def headroom(self, execution_state: schema.ExecutionState) -> Optional[tuple[int, int]]:
+        config = self._config(execution_state.topology_name)
+        rm = rm_client(config)
+        if rm is None:
+            return None
+        queue = find_queue(rm.queues(), config["squall.yarn.queue"])
+        return queue_headroom(queue, rm.metrics()) if queue is not None else None
 
     def on_update(self, execution_state: schema.ExecutionState, current: schema.PackingPlan, proposed: schema.PackingPlan) -> None:
         name = execution_state.topology_name

@@ -75,6 +75,21 @@ def test_one_action_in_flight_and_judged_after_the_stabilization_time() -> None:
     assert "carries 1,000.0 tuples/s (predicted 3,000.0)" in judged[0].reason
 
 
+def test_an_action_is_judged_by_a_window_the_topology_was_settled_through() -> None:
+    """A large move restarts tasks: spouts held back while they come up say nothing of the action."""
+    pipe = Pipeline(offered=3000.0, parallelism=2)
+    policy = HealthPolicy(settings(stabilization_secs=45.0))
+    first = policy.decide(pipe.observe(0.0))
+    policy.applied(first[0], 0.0)
+    assert policy.decide(pipe.observe(50.0, busy_elsewhere=True)) == []  # its restarts are not over
+    assert policy.decide(pipe.observe(55.0)) == []  # up, but the 10 s window began before
+    assert [d.status for d in policy.decide(pipe.observe(60.0))][:1] == ["ineffective"]
+    never = HealthPolicy(settings(stabilization_secs=45.0))
+    never.applied(never.decide(pipe.observe(0.0))[0], 0.0)
+    judged = [t for t in range(10, 200, 10) if never.decide(pipe.observe(float(t), busy_elsewhere=True))]
+    assert judged[:1] == [180]  # never settled: judged four stabilization times after, as it is
+
+
 def test_an_ineffective_resolution_is_blacklisted_and_the_next_one_is_tried() -> None:
     chain = ("parse", "count")
 
@@ -105,6 +120,16 @@ def test_no_action_while_degraded_or_busy_elsewhere() -> None:
     busy = policy.decide(pipe.observe(20.0, busy_elsewhere=True))
     assert busy[0].status == "blocked" and "in flight" in busy[0].reason
     assert policy.decide(pipe.observe(30.0))[0].status == "recommended"
+
+
+def test_a_scale_up_beyond_the_queues_headroom_is_blocked() -> None:
+    pipe = Pipeline(offered=3000.0, parallelism=2)
+    tight = replace(pipe.observe(0.0), headroom=(1024, 2))  # (MB, vcores) the queue can still be granted
+    decided = HealthPolicy(settings()).decide(tight)
+    assert [d.status for d in decided] == ["blocked"]
+    assert "the cluster can grant 1,024 MiB and 2 vcores now" in decided[0].reason
+    roomy = replace(pipe.observe(0.0), headroom=(1 << 20, 64))
+    assert [d.status for d in HealthPolicy(settings()).decide(roomy)] == ["recommended"]
 
 
 def test_parallelism_and_containers_stay_within_their_bounds() -> None:

@@ -184,3 +184,44 @@ def test_cluster_command_prints_nodes_owners_and_queues(rm_server, tmp_path, mon
     assert [q["queue"] for q in data["queues"]][:2] == ["root", "root.spark"]
     assert main(["cluster", "--config-path", str(cfg)]) == 0
     assert "root.streaming.squall" in capsys.readouterr().out
+
+
+def test_an_update_beyond_the_queues_headroom_is_refused_before_anything_changes(rm_server, tmp_path):
+    from packing_helpers import comp, topo
+
+    from squall.idl import schema
+    from squall.packing import pack, repack
+    from squall.packing.repack import with_parallelism
+    from squall.scheduler.base import SchedulerError
+    from squall.state import Kind, LocalStateManager
+    from squall.yarn.rest import find_queue, queue_headroom
+    from squall.yarn.scheduler import YarnScheduler
+    from squall.yarn.spec import service_shapes, services_of
+
+    queues = parse_scheduler(CAPACITY)
+    # root.streaming.squall may grow to 60 % of the cluster: 19,660 MB and 9 vcores, less what it uses
+    assert queue_headroom(find_queue(queues, "squall"), parse_metrics(METRICS)) == (17612, 8)
+    assert find_queue(queues, "streaming.squall") == find_queue(queues, "squall")
+    fair = find_queue(parse_scheduler(FAIR), "streaming")
+    assert queue_headroom(fair, parse_metrics(METRICS)) == (14336, 7)  # maxResources 16,384 MB, 8 vcores
+
+    t = topo([comp("spout", 2, cpu=1.0, ram=512), comp("sink", 2, cpu=1.0, ram=512, inputs=["spout"])],
+             {"squall.yarn.rm.url": rm_server, "squall.yarn.queue": "squall", "squall.yarn.min.allocation.mb": 512})
+    plan = pack(t, granularity="task")
+    state = LocalStateManager(str(tmp_path / "state"))
+    state.put(Kind.TOPOLOGY, "t", t)
+    state.put(Kind.SCHEDULER, "t", schema.SchedulerLocation(
+        topology_name="t", scheduler="yarn", host="h", executor_pids={},
+        services=services_of(service_shapes(plan, dict(base_config())))))
+    execution = schema.ExecutionState(topology_name="t", run_id="r", run_dir=str(tmp_path), submit_time=0.0,
+                                      submitter="u", status=schema.TopologyStatus.RUNNING, secret="s", cluster="yarn")
+    scheduler = YarnScheduler(state)
+    assert scheduler.headroom(execution) == (17612, 8)
+
+    def proposed(sinks: int) -> schema.PackingPlan:  # as the update plans it: repacked, fitted to YARN
+        scaled = with_parallelism(t, {"sink": sinks})
+        return scheduler.fit_update(execution, scaled, plan, repack(t, plan, {"sink": sinks})[0], None)
+
+    scheduler.check_update(execution, plan, proposed(4))  # two more vcores: granted
+    with pytest.raises(SchedulerError, match=r"queue 'squall' can be granted 17612 MB and 8 vcores now"):
+        scheduler.check_update(execution, plan, proposed(20))
