@@ -63,7 +63,7 @@ def _of_component(comp: ComponentObservation, obs: Observation, recent: Sequence
     sick = slow_task(comp, settings)
     if sick is not None:
         return [Diagnosis("slow_instance", comp.name, sick[1], sick[0])]
-    hot = hot_task(comp, settings)
+    hot = hot_task(comp, settings, obs.hot_keys.get(comp.name))
     if hot is not None:
         return [Diagnosis("skew", comp.name, hot[1], hot[0])]
     out = []
@@ -233,9 +233,11 @@ def slow_task(comp: ComponentObservation, settings: HealthSettings) -> Optional[
         "busy": round(busy(task), 3), "peers_busy": round(peer_busy, 3)}
 
 
-def hot_task(comp: ComponentObservation, settings: HealthSettings) -> Optional[tuple[int, dict]]:
+def hot_task(comp: ComponentObservation, settings: HealthSettings,
+             keys: Optional[list] = None) -> Optional[tuple[int, dict]]:
     """``(task id, evidence)`` of a hot key under fields grouping: the task's rate ``SKEW_FACTOR``
-    times its peers' median or more, and it saturated or its queue high."""
+    times its peers' median or more, and it saturated or its queue high. ``keys``: the component's sampled
+    hot keys (``health/hot_keys.py``), None before a sample was taken."""
     if comp.kind != "bolt" or comp.grouping != "FIELDS" or len(comp.tasks) < 2:
         return None
     task = max(comp.tasks.values(), key=lambda t: rate(comp, t))
@@ -250,9 +252,8 @@ def hot_task(comp: ComponentObservation, settings: HealthSettings) -> Optional[t
         "share_of_input": round(rate(comp, task) / total, 3) if total else None,
         "skew": round(rate(comp, task) / max(peer_rate, 1e-9), 2) if peer_rate else None,
         "busy": round(busy(task), 3), "queue_depth": task.queue_depth, "grouping": comp.grouping,
-        "hot_keys": None,
-        "missing": "the metrics carry no sampled keys: the hot keys are the ones fields grouping sends to task "
-                   f"{task.task_id}" + ("; its key groups are the hot state" if comp.stateful else ""),
+        "hot_keys": keys,
+        **({} if keys is not None else {"missing": "the keys are being sampled from the emits into it"}),
     }
 
 

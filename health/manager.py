@@ -24,17 +24,22 @@ from dataclasses import replace
 from typing import Mapping, Optional, Protocol, Sequence
 
 from squall.conf import Config, base_config
+from squall.debugging import sampling_percent
 from squall.errors import SquallError
 from squall.health import actuate
+from squall.health.hot_keys import KeySampler, hot_keys, keyed_inputs, sample_percent
+from squall.health.diagnose import Diagnosis
 from squall.health.model import Decision, Observation
 from squall.health.observe import observe
 from squall.health.policy import HealthPolicy, HealthSettings
 from squall.health.store import Control, HealthStore, Report
 from squall.idl import schema
-from squall.logical import topology_config
+from squall.logical import component_config, topology_config
 from squall.metrics_schema import HEALTH_ACTIONS, HEALTH_COMPONENT
 from squall.processargs import ProcessArgs
 from squall.runtime.client import MetricsReporter, TMasterUnreachable, query_metrics
+from squall.scheduler.debugging import set_sampling
+from squall.scheduler.events import read_events
 from squall.scheduler.launcher import make_scheduler
 from squall.state import AlreadyExists, Kind, StateAddress, StateError, StateManager
 from squall.state.status import topology_health
@@ -54,6 +59,9 @@ class Policy(Protocol):
     def decide(self, observation: Observation) -> list[Decision]: ...
 
     def applied(self, decision: Decision, now: float) -> Decision: ...
+
+    @property
+    def diagnosed(self) -> Sequence[Diagnosis]: ...
 
 
 def symptoms(observation: Observation) -> dict:
@@ -93,6 +101,7 @@ class HealthManager:
         self.decisions: dict[str, Decision] = {d.id: d for d in history}
         self.parallelism = list(parallelism)
         self.symptoms: dict = {}
+        self.skewed: list[str] = []  # components the last step found skewed
         self.reached: Counter = Counter()  # "<action kind>/<status>" -> decisions that reached it (metrics)
 
     def step(self, control: Control, observation: Optional[Observation]) -> Optional[Decision]:
@@ -108,6 +117,7 @@ class HealthManager:
         if not self.parallelism or self.parallelism[-1][1] != now:
             self.parallelism = (self.parallelism + [(observation.time, now)])[-PARALLELISM_KEPT:]
         fresh = self.policy.decide(observation)
+        self.skewed = sorted({d.component for d in self.policy.diagnosed if d.name == "skew"})
         for d in fresh:
             self.record(d)
         if self.mode == "auto":  # a new recommendation, else one made before the switch and still the newest
@@ -175,6 +185,7 @@ class HealthLoop:
         self.store = HealthStore(state, topology)
         self.metrics = metrics
         self.health: Optional[HealthManager] = None
+        self.keys = KeySampler()
         self.last_round = time.time()
 
     def config(self) -> tuple[schema.Topology, Config]:
@@ -202,8 +213,10 @@ class HealthLoop:
             log.info("no observation this time: %s", e)
             return None
         execution = self.state.get(Kind.EXECUTION_STATE, self.topology)
-        return observe(metrics, topology, self.state.get(Kind.PACKING_PLAN, self.topology), execution, config,
-                       time.time(), busy_elsewhere=self.busy_elsewhere(), headroom=self.headroom(execution))
+        now = time.time()
+        observed = observe(metrics, topology, self.state.get(Kind.PACKING_PLAN, self.topology), execution, config,
+                           now, busy_elsewhere=self.busy_elsewhere(), headroom=self.headroom(execution))
+        return replace(observed, hot_keys=self.keys.keys(now))
 
     def headroom(self, execution: schema.ExecutionState) -> Optional[tuple]:
         """What the cluster can still grant the topology (on YARN, its queue's headroom), None when unknown."""
@@ -212,6 +225,42 @@ class HealthLoop:
         except SquallError as e:
             log.info("the cluster's headroom is unknown this time: %s", e)
             return None
+
+    def sample_keys(self, topology: schema.Topology, config: Config, observation: Optional[Observation]) -> None:
+        """Count the keys of the samples whose time is over; start one for each newly skewed component
+        (``health/hot_keys.py``): its fields-grouped inputs' emits sampled for ``squall.health.key.sample.secs``,
+        at a percent from their rate, unless a percent is in force already."""
+        now = time.time()
+        for sample in self.keys.due(now):
+            try:
+                events = [e for upstream in sorted({i.upstream for i in sample.inputs})
+                          for e in read_events(self.state, self.topology, upstream, since=sample.since)]
+            except SquallError as e:
+                log.info("the sampled keys of %s were not read: %s", sample.component, e)
+                continue
+            plan = self.state.get(Kind.PACKING_PLAN, self.topology)
+            tasks = sorted(i.id.task_id for c in plan.containers for i in c.instances
+                           if i.id.component == sample.component)
+            stateful = any(c.stateful for c in topology.components if c.name == sample.component)
+            groups = int(component_config(topology, sample.component, config)["squall.state.key.groups"]) \
+                if stateful else None
+            found = hot_keys(events, sample.inputs, tasks, groups)
+            if found:  # none sampled (the record reached no task in time): sampled again while it is skewed
+                self.keys.keep(sample.component, found, now)
+        if observation is None or self.health is None:
+            return
+        secs = float(config["squall.health.key.sample.secs"])
+        for component in self.keys.wanted(self.health.skewed, now):
+            inputs = keyed_inputs(topology, component)
+            debug = self.state.get(Kind.DEBUG, self.topology)
+            for upstream in sorted({i.upstream for i in inputs}):
+                if sampling_percent(debug, upstream, now) > 0:
+                    continue  # an operator's percent: read as it is
+                rate = sum(t.emit_rate for t in observation.components[upstream].tasks.values()) \
+                    if upstream in observation.components else 0.0
+                set_sampling(self.state, self.topology, sample_percent(rate, secs), upstream, seconds=secs)
+                log.info("sampling %s's emits for %g s: the hot keys of %s", upstream, secs, component)
+            self.keys.start(component, inputs, now, secs)
 
     def busy_elsewhere(self) -> bool:
         """Another command is changing the topology (it holds its lock), or it is not all up (degraded,
@@ -239,6 +288,7 @@ class HealthLoop:
                 self.health.refused(chosen, str(e))
             else:
                 self.health.carried_out(chosen, time.time())
+        self.sample_keys(topology, config, observation)
         now = time.time()
         if self.state.get(Kind.EXECUTION_STATE, self.topology) is None:
             raise SquallError(f"topology {self.topology!r} was killed")  # its records are gone: write none again

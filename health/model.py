@@ -58,6 +58,7 @@ class Observation:
     containers: int
     components: Mapping[str, ComponentObservation]
     headroom: Optional[tuple] = None  # (memory MB, vcores) the cluster can still grant (YARN: the queue's)
+    hot_keys: Mapping[str, list] = field(default_factory=dict)  # component -> sampled hot keys (health/hot_keys.py)
 
 
 @dataclass(frozen=True)

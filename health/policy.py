@@ -17,7 +17,7 @@ Rules (docs/health.md, "How it decides"):
   scale-up adds within what the cluster can still grant (on YARN, the queue's headroom in the
   ResourceManager's view): a decision held at a bound is ``blocked`` and the next diagnosis is tried;
 - at most one actionable decision per observation; a decision the same as the last of its kind is not
-  repeated (the history shows it once).
+  repeated (the history shows it once); a skew report is again once its sampled hot keys are in.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Optional, Sequence
 
 from squall.health import resolve, tuner
-from squall.health.diagnose import diagnose
+from squall.health.diagnose import Diagnosis, diagnose
 from squall.health.model import Decision, Observation
 from squall.health.settings import HealthSettings
 
@@ -43,6 +43,7 @@ class HealthPolicy:
         self._history = list(history)
         self._recent: list[Observation] = []  # observations before the newest, oldest first
         self._unsettled_at: Optional[float] = None  # the newest observation not running, or changing
+        self.diagnosed: list[Diagnosis] = []  # what the last observation showed, decided on or not
 
     @property
     def history(self) -> list[Decision]:
@@ -100,7 +101,8 @@ class HealthPolicy:
 
     def _candidates(self, obs: Observation) -> list[Decision]:
         out = []
-        for found in diagnose(obs, self._recent, self._settings):
+        self.diagnosed = diagnose(obs, self._recent, self._settings)
+        for found in self.diagnosed:
             decision = resolve.resolve(found, obs, self._recent, self._settings, self._history)
             if decision is not None:
                 out.append(decision)
@@ -187,7 +189,8 @@ class HealthPolicy:
         last = next((d for d in reversed(self._history)
                      if (d.diagnosis, d.component) == (decision.diagnosis, decision.component)), None)
         return (last is not None and last.status in OPEN and last.status == decision.status
-                and last.action == decision.action and last.reason == decision.reason)
+                and last.action == decision.action and last.reason == decision.reason
+                and last.evidence.get("hot_keys") == decision.evidence.get("hot_keys"))
 
     def _remember(self, obs: Observation) -> None:
         horizon = max(MIN_HORIZON_SECS, self._settings.scale_down_grace_secs, self._settings.stabilization_secs)

@@ -21,6 +21,7 @@ RAM_STEP_MB = 16
 RESIZE_CHANGE = 0.2  # a request is right-sized only when it moves by this share or more (no churn)
 CARRIED = 0.9  # a scale-up is effective when the component carries this share of the predicted input
 APPLIED = ("applied", "effective", "ineffective")
+HOT_KEY_SHARE = 0.5  # a sampled key of the hot task is named hot with this share of its hottest key's or more
 
 
 def decision_id(diagnosis: str, component: Optional[str], time: float) -> str:
@@ -181,9 +182,14 @@ def _slow(d: Diagnosis, comp: ComponentObservation, obs: Observation, settings: 
 
 def _skew(d: Diagnosis, obs: Observation) -> Decision:
     e = d.evidence
+    mine = [k for k in e.get("hot_keys") or () if k["task"] == e["hot_task"]]  # type: ignore[attr-defined]
+    keys = [k for k in mine if k["share"] >= HOT_KEY_SHARE * mine[0]["share"]]  # not the cold ones beside it
+    stateful = obs.components[d.component or ""].stateful
+    listed = ", ".join(f"{k['key']!r} ({100 * k['share']:.0f}% of the sample)" for k in keys)
+    named = (f"; hot keys {listed}" + ("; their key groups are the hot state" if stateful else "")) if keys else ""
     return _decision(d, obs, f"{d.component}: a hot key: task {e['hot_task']} handles {e['rate']} tuples/s "
-                     f"against its peers' {e['peers_rate']} under fields grouping; more tasks would not relieve it: "
-                     "use partial-key grouping", f"skew = {e['rate']} / {e['peers_rate']} = {e['skew']}",
+                     f"against its peers' {e['peers_rate']} under fields grouping{named}; more tasks would not "
+                     "relieve it: use partial-key grouping", f"skew = {e['rate']} / {e['peers_rate']} = {e['skew']}",
                      Action("none", d.component, task_id=d.task_id), {})
 
 

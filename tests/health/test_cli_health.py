@@ -100,3 +100,22 @@ def test_recommend_shows_the_decision_changes_nothing_and_auto_then_applies_it(s
     wait_until(lambda: len(set(acked(out_dir))) == IDS, timeout=90, what=f"all {IDS} ids acked")
     assert sorted(set(acked(out_dir))) == list(range(IDS))
     squall(capsys, "kill", "paced")
+
+
+def test_a_hot_key_is_skew_not_a_scale_up_and_its_keys_are_sampled(squall_cluster, capsys):
+    """9 in 10 keys are "hot": fields grouping sends them all to one of the two tasks, which saturates."""
+    squall(capsys, "submit", os.path.join(TOPOLOGIES, "health_skew.py"),
+           "--config-property", "squall.health.interval.secs=1", "--config-property", "squall.health.key.sample.secs=3")
+
+    def sampled_skew(h):
+        return next((d for d in h["history"] if d["diagnosis"] == "skew" and d["evidence"].get("hot_keys")), None)
+
+    skew = wait_until(lambda: sampled_skew(health(capsys, "skewed")), timeout=60,
+                      what="a skew report naming the sampled hot keys")
+    hot = skew["evidence"]["hot_keys"][0]
+    assert hot["key"] == "hot" and hot["share"] >= 0.8 and hot["task"] == skew["evidence"]["hot_task"]
+    assert "hot keys 'hot'" in skew["summary"] and skew["action"]["kind"] == "none"
+    history = health(capsys, "skewed")["history"]
+    assert not [d for d in history if d["action"]["kind"] == "scale"]  # a hot key is not more tasks' to fix
+    assert parallelism(squall_cluster, "skewed", "slow") == 2
+    squall(capsys, "kill", "skewed")

@@ -1,6 +1,8 @@
 """Each diagnosis from observations (pure): what it finds, and what it must not mistake it for."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from brain_helpers import Pipeline, component, observation, settings, task
 
 from squall.health.diagnose import diagnose
@@ -59,9 +61,16 @@ def test_a_hot_key_under_fields_grouping_is_skew_with_no_scale_up() -> None:
     found = diagnose(obs, [], settings())
     assert names(found) == [("skew", "count")]
     assert found[0].evidence["hot_task"] == 11 and found[0].evidence["skew"] == 9.0
-    assert "key groups" in str(found[0].evidence["missing"])
+    assert found[0].evidence["hot_keys"] is None and "sampled" in str(found[0].evidence["missing"])
     decision = resolve(found[0], obs, [], settings(), [])
     assert decision.action.kind == "none" and "partial-key grouping" in decision.summary
+    # once the keys are sampled (health/hot_keys.py), the report names those of the hot task
+    keys = [{"key": "the", "share": 0.62, "task": 11}, {"key": "a", "share": 0.08, "task": 13}]
+    sampled = diagnose(replace(obs, hot_keys={"count": keys}), [], settings())
+    assert sampled[0].evidence["hot_keys"] == keys and "missing" not in sampled[0].evidence
+    summary = resolve(sampled[0], obs, [], settings(), []).summary
+    assert "hot keys 'the' (62% of the sample); their key groups are the hot state" in summary
+    assert "'a'" not in summary
 
 
 def test_the_same_rates_under_shuffle_grouping_are_not_skew() -> None:

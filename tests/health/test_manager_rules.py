@@ -44,6 +44,7 @@ class ScriptedPolicy:
     def __init__(self, *rounds):
         self.rounds = list(rounds)
         self.asked = 0
+        self.diagnosed = []
 
     def decide(self, obs):
         self.asked += 1
