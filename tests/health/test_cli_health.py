@@ -119,3 +119,43 @@ def test_a_hot_key_is_skew_not_a_scale_up_and_its_keys_are_sampled(squall_cluste
     assert not [d for d in history if d["action"]["kind"] == "scale"]  # a hot key is not more tasks' to fix
     assert parallelism(squall_cluster, "skewed", "slow") == 2
     squall(capsys, "kill", "skewed")
+
+
+def test_each_action_is_carried_out_on_the_running_topology_and_every_id_is_acked(squall_cluster, capsys, tmp_path):
+    """The resolutions not exercised by the runs above, through ``health/actuate.py`` as auto mode calls it:
+    pending set live, a task's container restarted, a component resized; at least once, every id acked."""
+    from squall.conf import base_config
+    from squall.health.actuate import carry_out
+    from squall.health.model import Action
+
+    out_dir = str(tmp_path / "out")
+    os.mkdir(out_dir)
+    ids = 6000
+    squall(capsys, "submit", os.path.join(TOPOLOGIES, "health_paced.py"), "--config-property",
+           f"health.out.dir={out_dir}", "--config-property", f"health.ids={ids}", "--config-property",
+           "health.sleep.ms=0.5", "--config-property", "squall.health.mode=off")
+    state = squall_cluster.state
+    wait_until(lambda: len(set(acked(out_dir))) > 500, timeout=30, what="the first ids acked")
+
+    carry_out(state, "paced", Action("set_pending", pending=64), base_config())
+    wait_until(lambda: (state.get(Kind.PHYSICAL_PLAN, "paced").max_spout_pending or 0) == 64, timeout=20,
+               what="the topology master to hand out pending 64 with the physical plan")
+
+    sink_task = next(i.id.task_id for c in state.get(Kind.PACKING_PLAN, "paced").containers for i in c.instances
+                     if i.id.component == "sink")
+
+    def sink_pid():
+        return next(p.pid for p in processes_under(squall_cluster.home)
+                    if (ProcessArgs.from_cmdline(p.cmdline()) or ProcessArgs("", 0, "")).task == sink_task)
+
+    before = sink_pid()
+    carry_out(state, "paced", Action("restart_task", "sink", task_id=sink_task), base_config())
+    assert sink_pid() != before
+
+    carry_out(state, "paced", Action("resize", "sink", cpu=0.3, ram_mb=192), base_config())
+    sink = [i.resources for c in state.get(Kind.PACKING_PLAN, "paced").containers for i in c.instances
+            if i.id.component == "sink"]
+    assert [(r.cpu, r.ram_mb) for r in sink] == [(0.3, 192)]
+    wait_until(lambda: len(set(acked(out_dir))) == ids, timeout=90, what=f"all {ids} ids acked")
+    assert sorted(set(acked(out_dir))) == list(range(ids))
+    squall(capsys, "kill", "paced")

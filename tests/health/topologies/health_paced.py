@@ -5,7 +5,8 @@ Config: ``health.out.dir`` (the spout writes ``{"emitted": n, "acked": [ids]}`` 
 there: its first ``n`` ids were emitted, those acked so far; a restarted task resumes from it),
 ``health.ids`` (ids in all), ``health.rate`` (ids per second per spout task; a file ``rate`` in
 ``health.out.dir``, when there, overrides it while running: how bench steps the load),
-``health.sleep.ms`` (the bolt's sleep per tuple).
+``health.sleep.ms`` (the bolt's sleep per tuple; a file ``sleep.ms`` in ``health.out.dir``, when there,
+overrides it while running: how bench/health_pending.py doubles the service time).
 """
 import json
 import os
@@ -93,8 +94,18 @@ class SlowSink(Bolt):
 
     def initialize(self, config, context):
         self.sleep = float(config["health.sleep.ms"]) / 1000.0
+        self.sleep_file = os.path.join(config["health.out.dir"], "sleep.ms")
+        self.read_at = 0.0
 
     def process(self, tup):
+        now = time.monotonic()
+        if now - self.read_at >= FLUSH_SECS:
+            self.read_at = now
+            try:
+                with open(self.sleep_file) as f:
+                    self.sleep = float(f.read()) / 1000.0
+            except (FileNotFoundError, ValueError):
+                pass
         time.sleep(self.sleep)
 
 
