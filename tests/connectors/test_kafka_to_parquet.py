@@ -87,19 +87,21 @@ def caught_up(cluster):
 
 
 def reported(run_dir):
-    """Partitions the spout's tasks reported reading from (``__source-partitions``) in the metrics files."""
+    """``(partitions, partitions with a rate)`` the spout's tasks reported (``__source-partitions``: each it
+    owns, with its lag, every bucket) in the metrics files."""
     import glob
     import json
 
     from squall.metrics import SOURCE_PARTITIONS
 
-    partitions = set()
+    partitions, read = set(), set()
     for path in glob.glob(os.path.join(run_dir, "metrics", "container-*.jsonl")):
         with open(path) as f:
             for row in map(json.loads, f):
                 user = row["user"] if isinstance(row["user"], dict) else json.loads(row["user"] or "{}")
-                partitions |= {k for k, v in user.get(SOURCE_PARTITIONS, {}).items() if v["records_per_sec"] > 0}
-    return partitions
+                partitions |= set(user.get(SOURCE_PARTITIONS, {}))
+                read |= {k for k, v in user.get(SOURCE_PARTITIONS, {}).items() if v["records_per_sec"] > 0}
+    return partitions, read
 
 
 def process(cluster, prefix, container=None):
@@ -148,9 +150,12 @@ def test_faults_and_a_rescale_leave_exactly_one_row_per_record(cluster, kafka_bo
     # every partition read to its end: squall metrics shows each with its lag (the UI and the report too)
     sources = wait_until(lambda: caught_up(cluster), timeout=30, what="every partition's lag at 0")
     assert sorted(p["partition"] for p in sources) == [f"{topic_name}-{p}" for p in range(4)]
-    # the reports' input: a metrics manager writes a bucket's rows when it ends (a killed one's last are lost)
-    wait_until(lambda: reported(cluster.run_dir("kafka_to_parquet")) == {p["partition"] for p in sources},
-               timeout=60, what="every partition in the metrics files with a rate")
+    # the reports' input: a metrics manager writes a bucket's rows when it ends (a killed one's last are lost,
+    # and with them the rate of a partition read to its end before the kill): each partition with its lag,
+    # and rates
+    partitions, read = wait_until(lambda: (lambda r: r if r[0] == {p["partition"] for p in sources} else None)(
+        reported(cluster.run_dir("kafka_to_parquet"))), timeout=60, what="every partition in the metrics files")
+    assert read and read <= partitions
     cluster.squall("kill", "kafka_to_parquet")
 
     rows = spark.read.parquet(out)

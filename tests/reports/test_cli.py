@@ -25,15 +25,13 @@ def test_subprocess_no_metrics_files(tmp_path):
     assert proc.stderr == f"squall: error: no metrics files (*.jsonl) under {tmp_path}\n"
 
 
-def test_subprocess_capacity_report(known_run, tmp_path):
+def test_capacity_report_json_names_its_files_and_opens_with_the_verdict(spark, known_run, tmp_path, capsys):
+    """In process, on the session's Spark (a subprocess would start a JVM of its own: 30 s; the console script
+    itself is run by the test above)."""
     out = tmp_path / "report"
-    proc = subprocess.run(
-        [SQUALL, "report", "capacity", "--metrics", known_run, "--target-rate", "work=10000", "--out", str(out),
-         "--json", "--no-progress"],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
-    result = json.loads(proc.stdout)
+    assert main(["report", "capacity", "--metrics", known_run, "--target-rate", "work=10000", "--out", str(out),
+                 "--json", "--no-progress"]) == 0
+    result = json.loads(capsys.readouterr().out)
     assert result["html"] == str(out / "report.html") and os.path.isfile(result["html"])
     assert any(line.strip().startswith("work") and "-> 12" in line for line in result["summary"])
     page = open(result["html"]).read()
