@@ -27,8 +27,8 @@ from squall.conf import Config, base_config
 from squall.debugging import sampling_percent
 from squall.errors import SquallError
 from squall.health import actuate
-from squall.health.hot_keys import KeySampler, hot_keys, keyed_inputs, sample_percent
 from squall.health.diagnose import Diagnosis
+from squall.health.hot_keys import KeySampler, hot_keys, keyed_inputs, sample_percent
 from squall.health.model import Decision, Observation
 from squall.health.observe import observe
 from squall.health.policy import HealthPolicy, HealthSettings
@@ -258,7 +258,11 @@ class HealthLoop:
                     continue  # an operator's percent: read as it is
                 rate = sum(t.emit_rate for t in observation.components[upstream].tasks.values()) \
                     if upstream in observation.components else 0.0
-                set_sampling(self.state, self.topology, sample_percent(rate, secs), upstream, seconds=secs)
+                try:
+                    set_sampling(self.state, self.topology, sample_percent(rate, secs), upstream, seconds=secs)
+                except SquallError as e:  # stopped meanwhile, say: tried again at its next skew
+                    log.info("the emits of %s are not sampled: %s", upstream, e)
+                    continue
                 log.info("sampling %s's emits for %g s: the hot keys of %s", upstream, secs, component)
             self.keys.start(component, inputs, now, secs)
 

@@ -158,8 +158,8 @@ class HealthPolicy:
 
     @staticmethod
     def _within_headroom(decision: Decision, obs: Observation, parallelism: int) -> Decision:
-        """Blocked when what the scale adds (requests at today's instances per container, whole vcores) is
-        more than the cluster can grant now."""
+        """Blocked when what the scale adds (the instances' requests, in MiB and whole vcores; no container's
+        own daemons) is more than the cluster can grant now."""
         if obs.headroom is None:
             return decision
         comp, action = obs.components[decision.action.component or ""], decision.action
