@@ -22,6 +22,8 @@ from squall.stream import CustomGrouping
 G = schema.GroupingKind
 Values = Sequence[object]  # an emitted tuple's values
 Chooser = Callable[[Values], int]  # a grouping that sends each tuple to one task
+Columns = Sequence[Sequence[object]]  # tuples as one list a field (``emit_columns``)
+ColumnsChooser = Callable[[Columns], List[int]]  # a grouping's task for each tuple of columns, in bulk
 T = TypeVar("T")
 _PARTIAL_SEED = 0x9E3779B9
 
@@ -75,7 +77,9 @@ def str_key_cache(compute: Callable[[object], T]) -> Tuple[Dict[object, T], Call
 
 def _fields(tasks: List[int], idx: List[int], key_groups: Optional[int] = None) -> Chooser:
     """Fields grouping; into a stateful component (``key_groups``), by the owner of the key's group
-    (``squall/stateful.py``), so its keyed state can follow a rescale."""
+    (``squall/stateful.py``), so its keyed state can follow a rescale.
+
+    The chooser's ``columns`` attribute routes columns in bulk to the same tasks (``emit_columns``)."""
     n = len(tasks)
     crc = zlib.crc32
     if key_groups:
@@ -83,7 +87,14 @@ def _fields(tasks: List[int], idx: List[int], key_groups: Optional[int] = None) 
         tasks = [tasks[group * n // g] for group in range(g)]  # the owner of each key group
         n = g
     if len(idx) != 1:  # stable_hash inlined: this runs for every tuple
-        return lambda values: tasks[crc(_packb([values[k] for k in idx])) % n]
+        choose_keys = lambda values: tasks[crc(_packb([values[k] for k in idx])) % n]  # noqa: E731
+
+        def columns_keys(columns: Columns) -> List[int]:
+            # msgpack packs a tuple as it packs a list: the same bytes as the per-tuple route's
+            return [tasks[crc(_packb(key)) % n] for key in zip(*[columns[k] for k in idx])]
+
+        choose_keys.columns = columns_keys  # type: ignore[attr-defined]
+        return choose_keys
     k = idx[0]
     known, key_task = str_key_cache(lambda key: tasks[stable_hash([key]) % n])
 
@@ -93,8 +104,22 @@ def _fields(tasks: List[int], idx: List[int], key_groups: Optional[int] = None) 
         except (KeyError, TypeError):
             return key_task(values[k])
 
+    def task_of(key: object) -> int:
+        try:
+            return known[key]
+        except (KeyError, TypeError):
+            return key_task(key)
+
+    def columns(cols: Columns) -> List[int]:
+        keys = cols[k]
+        try:  # every key known: one dict lookup a key at C speed
+            return list(map(known.__getitem__, keys))
+        except (KeyError, TypeError):
+            return list(map(task_of, keys))
+
     choose.key_index = k  # type: ignore[attr-defined]
     choose.key_task = key_task  # type: ignore[attr-defined]
+    choose.columns = columns  # type: ignore[attr-defined]
     return choose
 
 
@@ -135,6 +160,7 @@ class FastRoute(NamedTuple):
     next_task: Optional[Callable[[], int]]  # the chooser without the values and without a Python frame
     key_index: int  # a single-key fields grouping's key among the values
     key_task: Optional[Callable[[object], int]]  # the task of such a key, for the instance to remember
+    columns: Optional[ColumnsChooser]  # a fields grouping's task of each tuple of columns, in bulk
 
 
 class StreamRoute:
@@ -166,7 +192,8 @@ class StreamRoute:
             return None
         choose = self.choosers[0][0] if self.choosers else None
         return FastRoute(choose, len(self.fields), getattr(choose, "next_task", None),
-                         getattr(choose, "key_index", 0), getattr(choose, "key_task", None))
+                         getattr(choose, "key_index", 0), getattr(choose, "key_task", None),
+                         getattr(choose, "columns", None))
 
     def targets(self, values: Values, direct_task: Optional[int]) -> List[int]:
         if self.direct:

@@ -20,13 +20,15 @@ Where a line inlines a method (``Batch.add_span``, ``Batch.join``,
 from __future__ import annotations
 
 import time
+from itertools import compress
 from operator import itemgetter
 from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence
 
-from squall.component import Tuple
-from squall.runtime.acking import ROOT_BITS, TASK_SHIFT, random_bits
+from squall.component import Tuple, column_count, rows_of
+from squall.runtime.acking import ROOT_BITS, TASK_SHIFT, Span, random_bits
 from squall.runtime.instance.batch import NO_ANCHOR, Batch
-from squall.runtime.instance.edge import Edge, EmitManyMethod, EmitMethod
+from squall.runtime.instance.edge import Edge, EmitColumnsMethod, EmitManyMethod, EmitMethod
+from squall.runtime.routing import ColumnsChooser
 from squall.runtime.instance.tuples import Received
 from squall.stream import DEFAULT_STREAM
 
@@ -46,6 +48,20 @@ class FastEmit(NamedTuple):
     choose: Optional[Callable[[Sequence[object]], int]]  # the chooser; None: nothing subscribes
 
 
+class ColumnRoute(NamedTuple):
+    """What ``emit_columns`` needs of one stream whose tuples go to one task each (``StreamRoute.fast``)."""
+
+    fields: int  # columns an emit must have
+    subscribed: bool  # False: nothing subscribes to the stream
+    next_task: Optional[Callable[[], int]]  # a grouping that picks without the values: one task for the call
+    columns: Optional[ColumnsChooser]  # a fields grouping: the task of each tuple, in bulk
+
+
+# Up to this many destinations a call's columns are split with one C-level pass a destination and a
+# field (``compress``); beyond, with one Python pass over the tuples.
+COMPRESS_DESTINATIONS = 8
+
+
 def runtime_class(inst: InstanceState, cls: type) -> type:
     """``cls`` with ``inst``'s fast paths, where it does not override them. With ``inst.fast_path``
     off, only a chain member's edge is added: every other emit, ack and fail goes through the
@@ -56,14 +72,19 @@ def runtime_class(inst: InstanceState, cls: type) -> type:
     methods: dict = {}
     own_emit = getattr(cls, "emit", None) is not base.emit
     own_emit_many = getattr(cls, "emit_many", None) is not base.emit_many
+    own_columns = own_emit or own_emit_many or getattr(cls, "emit_columns", None) is not base.emit_columns
     generic = own_emit or not inst.fast_path
     many = None  # the emit_many this instance gets, if not its class's own
+    columns = None  # the emit_columns it gets, if not its class's (which emits rows through emit_many)
     if inst.chained:  # a chain member: its next member's stream is delivered by call
         inst.edge = Edge(inst)
         delivered, chain_many = inst.edge.wrap(generic_emit(inst) if generic else
                                                fast_emit(inst, tracked=inst.reliable))
         if not own_emit_many:
             many = chain_many
+        if not own_columns:
+            columns = inst.edge.wrap_columns(fast_emit_columns(inst, chain_many) if inst.fast_path else
+                                             rows_emit_columns(chain_many))
     if not own_emit and (inst.chained or inst.fast_path):
         emit = delivered if inst.chained else fast_emit(inst, tracked=inst.reliable)
         if inst.is_spout:
@@ -76,6 +97,8 @@ def runtime_class(inst: InstanceState, cls: type) -> type:
             methods["emit"] = emit
     if not inst.chained and inst.fast_path and not own_emit and not own_emit_many:
         many = fast_emit_many(inst, emit)
+        if not own_columns:
+            columns = fast_emit_columns(inst, many)
     if many is not None:
         if inst.is_spout:
             def spout_emit_many(spout: Spout, values_list: list, tup_ids: Optional[Sequence[object]] = None,
@@ -85,6 +108,15 @@ def runtime_class(inst: InstanceState, cls: type) -> type:
             methods["emit_many"] = spout_emit_many
         else:
             methods["emit_many"] = many
+    if columns is not None:
+        if inst.is_spout:
+            def spout_emit_columns(spout: Spout, cols: Sequence[Sequence[object]],
+                                   tup_ids: Optional[Sequence[object]] = None, stream: str = DEFAULT_STREAM) -> None:
+                columns(spout, cols, stream, None, tup_ids)
+
+            methods["emit_columns"] = spout_emit_columns
+        else:
+            methods["emit_columns"] = columns
     if not inst.is_spout and not inst.reliable and inst.fast_path:  # at least once, the collector's
         def ack(bolt: Bolt, tup: Received) -> None:
             inst.ack_count += 1
@@ -297,3 +329,87 @@ def per_destination(route: tuple, batches: Dict[int, Batch], values_list: list) 
     for batch, values in zip(dests, values_list):  # cheaper than a C-level pass a destination from 2 on
         shares[batch].append(values)
     return list(shares.items())
+
+
+def rows_emit_columns(many: EmitManyMethod) -> EmitColumnsMethod:
+    """An ``emit_columns`` that hands the tuples on as rows, through ``many`` (an ``emit_many``)."""
+    def emit_columns(component: object, columns: Sequence[Sequence[object]], stream: str = DEFAULT_STREAM,
+                     anchors: Optional[Iterable[Tuple]] = None, tup_ids: Optional[Sequence[object]] = None) -> None:
+        column_count(columns, stream, None)
+        many(component, rows_of(columns), stream, anchors, tup_ids)
+
+    return emit_columns
+
+
+def fast_emit_columns(inst: InstanceState, many: EmitManyMethod) -> EmitColumnsMethod:
+    """A bolt-signature ``emit_columns`` (a list a field) that keeps the tuples as columns to the frame.
+
+    On a stream whose grouping picks one task a tuple without the values (shuffle, global: one
+    task for the whole call) or by a fields grouping (each tuple's task found in bulk,
+    ``StreamRoute.fast().columns``, then each destination's share cut out of each column at C
+    speed), each share joins its destination's batch as a columnar run (``Batch.add_columns``), cut
+    at the batch size. At least once a bolt's share is anchored as ``emit_many`` anchors it: one
+    span a batch. Anything else (explicit anchors or a spout's ids at least once, partial-key, all,
+    custom and direct groupings, streams of the chain's edge) goes through ``many`` as rows.
+    """
+    routes = inst.column_routes
+    batches = inst.batches
+    send = inst.send_batch
+    emits = inst.emit_cell
+    tracked = inst.reliable
+    auto_anchor = tracked and not inst.is_spout and inst.auto_anchor
+
+    def emit_columns(component: object, columns: Sequence[Sequence[object]], stream: str = DEFAULT_STREAM,
+                     anchors: Optional[Iterable[Tuple]] = None, tup_ids: Optional[Sequence[object]] = None) -> None:
+        route = routes.get(stream)
+        n = column_count(columns, stream, None if route is None else route.fields)
+        if (route is None or (tracked and (tup_ids is not None or anchors is not None))
+                or (route.subscribed and route.next_task is None and route.columns is None)):
+            many(component, rows_of(columns), stream, anchors, tup_ids)
+            return
+        if tup_ids is not None and len(tup_ids) != n:
+            raise ValueError(f"emit_columns: {n} tuples but {len(tup_ids)} tup_ids")
+        emits[0] += n
+        if not route.subscribed or not n:
+            return
+        anchor = (inst.anchor_span or inst.anchor()) if auto_anchor else None
+        if route.next_task is not None:
+            shares = [(route.next_task(), columns, False)]
+        else:
+            shares = per_destination_columns(route.columns(columns), columns)  # type: ignore[misc]
+        for dest, cols, owned in shares:
+            add_columns(batches[dest], stream, cols, anchor, owned)
+
+    def add_columns(batch: Batch, stream: str, cols: Sequence[Sequence[object]], anchor: Optional[Span],
+                    owned: bool) -> None:
+        n = len(cols[0])
+        start = 0
+        while start < n:
+            if batch.full:
+                send(batch)
+            room = batch.limit - len(batch.vals)
+            part = cols if start == 0 and room >= n else [col[start:start + room] for col in cols]
+            batch.add_columns(stream, part, min(room, n - start), anchor, tracked, owned or part is not cols)
+            start += room
+        if batch.full:
+            send(batch)
+
+    return emit_columns
+
+
+def per_destination_columns(tasks: List[int], columns: Sequence[Sequence[object]]) -> List[tuple]:
+    """``[(task, columns, owned), ...]``: ``columns`` split by destination, ``tasks`` the task of each
+    tuple, each share in emit order (``owned``: lists made here, not the caller's)."""
+    dests = set(tasks)
+    if len(dests) == 1:
+        return [(tasks[0], columns, False)]
+    if len(dests) <= COMPRESS_DESTINATIONS:
+        shares = []
+        for task in dests:
+            mask = list(map(task.__eq__, tasks))
+            shares.append((task, [list(compress(col, mask)) for col in columns], True))
+        return shares
+    at: Dict[int, List[int]] = {task: [] for task in dests}
+    for i, task in enumerate(tasks):
+        at[task].append(i)
+    return [(task, [[col[i] for i in idx] for col in columns], True) for task, idx in at.items()]
