@@ -23,7 +23,8 @@ G = schema.GroupingKind
 Values = Sequence[object]  # an emitted tuple's values
 Chooser = Callable[[Values], int]  # a grouping that sends each tuple to one task
 Columns = Sequence[Sequence[object]]  # tuples as one list a field (``emit_columns``)
-ColumnsChooser = Callable[[Columns], List[int]]  # a grouping's task for each tuple of columns, in bulk
+# a fields grouping's slot of each tuple of columns, in bulk: the tuple goes to task ``owners[slot]``
+SlotsChooser = Callable[[Columns], List[int]]
 T = TypeVar("T")
 _PARTIAL_SEED = 0x9E3779B9
 
@@ -79,7 +80,9 @@ def _fields(tasks: List[int], idx: List[int], key_groups: Optional[int] = None) 
     """Fields grouping; into a stateful component (``key_groups``), by the owner of the key's group
     (``squall/stateful.py``), so its keyed state can follow a rescale.
 
-    The chooser's ``columns`` attribute routes columns in bulk to the same tasks (``emit_columns``)."""
+    The chooser's ``slots`` attribute routes columns in bulk (``emit_columns``): the slot of each
+    tuple, ``stable_hash`` of its key modulo the slots, whose task is ``owners[slot]`` (the task the
+    chooser picks for the same values)."""
     n = len(tasks)
     crc = zlib.crc32
     if key_groups:
@@ -89,14 +92,16 @@ def _fields(tasks: List[int], idx: List[int], key_groups: Optional[int] = None) 
     if len(idx) != 1:  # stable_hash inlined: this runs for every tuple
         choose_keys = lambda values: tasks[crc(_packb([values[k] for k in idx])) % n]  # noqa: E731
 
-        def columns_keys(columns: Columns) -> List[int]:
+        def slots_of_keys(columns: Columns) -> List[int]:
             # msgpack packs a tuple as it packs a list: the same bytes as the per-tuple route's
-            return [tasks[crc(_packb(key)) % n] for key in zip(*[columns[k] for k in idx])]
+            return [crc(_packb(key)) % n for key in zip(*[columns[k] for k in idx])]
 
-        choose_keys.columns = columns_keys  # type: ignore[attr-defined]
+        choose_keys.slots = slots_of_keys  # type: ignore[attr-defined]
+        choose_keys.owners = tasks  # type: ignore[attr-defined]
         return choose_keys
     k = idx[0]
     known, key_task = str_key_cache(lambda key: tasks[stable_hash([key]) % n])
+    known_slots, key_slot = str_key_cache(lambda key: stable_hash([key]) % n)
 
     def choose(values: Values) -> int:
         try:
@@ -104,22 +109,23 @@ def _fields(tasks: List[int], idx: List[int], key_groups: Optional[int] = None) 
         except (KeyError, TypeError):
             return key_task(values[k])
 
-    def task_of(key: object) -> int:
+    def slot_of(key: object) -> int:
         try:
-            return known[key]
+            return known_slots[key]
         except (KeyError, TypeError):
-            return key_task(key)
+            return key_slot(key)
 
-    def columns(cols: Columns) -> List[int]:
-        keys = cols[k]
+    def slots(columns: Columns) -> List[int]:
+        keys = columns[k]
         try:  # every key known: one dict lookup a key at C speed
-            return list(map(known.__getitem__, keys))
+            return list(map(known_slots.__getitem__, keys))
         except (KeyError, TypeError):
-            return list(map(task_of, keys))
+            return list(map(slot_of, keys))
 
     choose.key_index = k  # type: ignore[attr-defined]
     choose.key_task = key_task  # type: ignore[attr-defined]
-    choose.columns = columns  # type: ignore[attr-defined]
+    choose.slots = slots  # type: ignore[attr-defined]
+    choose.owners = tasks  # type: ignore[attr-defined]
     return choose
 
 
@@ -160,7 +166,8 @@ class FastRoute(NamedTuple):
     next_task: Optional[Callable[[], int]]  # the chooser without the values and without a Python frame
     key_index: int  # a single-key fields grouping's key among the values
     key_task: Optional[Callable[[object], int]]  # the task of such a key, for the instance to remember
-    columns: Optional[ColumnsChooser]  # a fields grouping's task of each tuple of columns, in bulk
+    slots: Optional[SlotsChooser]  # a fields grouping's slot of each tuple of columns, in bulk
+    owners: Sequence[int]  # the task of each slot
 
 
 class StreamRoute:
@@ -193,7 +200,7 @@ class StreamRoute:
         choose = self.choosers[0][0] if self.choosers else None
         return FastRoute(choose, len(self.fields), getattr(choose, "next_task", None),
                          getattr(choose, "key_index", 0), getattr(choose, "key_task", None),
-                         getattr(choose, "columns", None))
+                         getattr(choose, "slots", None), getattr(choose, "owners", ()))
 
     def targets(self, values: Values, direct_task: Optional[int]) -> List[int]:
         if self.direct:

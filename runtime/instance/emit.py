@@ -28,7 +28,7 @@ from squall.component import Tuple, column_count, rows_of
 from squall.runtime.acking import ROOT_BITS, TASK_SHIFT, Span, random_bits
 from squall.runtime.instance.batch import NO_ANCHOR, Batch
 from squall.runtime.instance.edge import Edge, EmitColumnsMethod, EmitManyMethod, EmitMethod
-from squall.runtime.routing import ColumnsChooser
+from squall.runtime.routing import FastRoute, SlotsChooser
 from squall.runtime.instance.tuples import Received
 from squall.stream import DEFAULT_STREAM
 
@@ -54,12 +54,17 @@ class ColumnRoute(NamedTuple):
     fields: int  # columns an emit must have
     subscribed: bool  # False: nothing subscribes to the stream
     next_task: Optional[Callable[[], int]]  # a grouping that picks without the values: one task for the call
-    columns: Optional[ColumnsChooser]  # a fields grouping: the task of each tuple, in bulk
+    slots: Optional[SlotsChooser]  # a fields grouping: the slot of each tuple, in bulk
+    owners: Sequence[int]  # the task of each slot
+    selectors: Optional[Dict[int, bytes]]  # up to 256 slots, task -> ``bytes.translate`` table: 1 at its slots, else 0
 
-
-# Up to this many destinations a call's columns are split with one C-level pass a destination and a
-# field (``compress``); beyond, with one Python pass over the tuples.
-COMPRESS_DESTINATIONS = 8
+    @classmethod
+    def of(cls, fast: FastRoute) -> ColumnRoute:
+        selectors = None
+        if fast.slots is not None and len(fast.owners) <= 256:
+            selectors = {task: bytes(int(slot < len(fast.owners) and fast.owners[slot] == task) for slot in range(256))
+                         for task in dict.fromkeys(fast.owners)}
+        return cls(fast.fields, fast.choose is not None, fast.next_task, fast.slots, fast.owners, selectors)
 
 
 def runtime_class(inst: InstanceState, cls: type) -> type:
@@ -364,7 +369,7 @@ def fast_emit_columns(inst: InstanceState, many: EmitManyMethod) -> EmitColumnsM
         route = routes.get(stream)
         n = column_count(columns, stream, None if route is None else route.fields)
         if (route is None or (tracked and (tup_ids is not None or anchors is not None))
-                or (route.subscribed and route.next_task is None and route.columns is None)):
+                or (route.subscribed and route.next_task is None and route.slots is None)):
             many(component, rows_of(columns), stream, anchors, tup_ids)
             return
         if tup_ids is not None and len(tup_ids) != n:
@@ -376,7 +381,7 @@ def fast_emit_columns(inst: InstanceState, many: EmitManyMethod) -> EmitColumnsM
         if route.next_task is not None:
             shares = [(route.next_task(), columns, False)]
         else:
-            shares = per_destination_columns(route.columns(columns), columns)  # type: ignore[misc]
+            shares = per_destination_columns(route.slots(columns), route, columns)  # type: ignore[misc]
         for dest, cols, owned in shares:
             add_columns(batches[dest], stream, cols, anchor, owned)
 
@@ -397,19 +402,28 @@ def fast_emit_columns(inst: InstanceState, many: EmitManyMethod) -> EmitColumnsM
     return emit_columns
 
 
-def per_destination_columns(tasks: List[int], columns: Sequence[Sequence[object]]) -> List[tuple]:
-    """``[(task, columns, owned), ...]``: ``columns`` split by destination, ``tasks`` the task of each
-    tuple, each share in emit order (``owned``: lists made here, not the caller's)."""
-    dests = set(tasks)
-    if len(dests) == 1:
-        return [(tasks[0], columns, False)]
-    if len(dests) <= COMPRESS_DESTINATIONS:
+def per_destination_columns(slots: List[int], route: ColumnRoute, columns: Sequence[Sequence[object]]) -> List[tuple]:
+    """``[(task, columns, owned), ...]``: ``columns`` split by destination, ``slots`` the slot of each
+    tuple in ``route``, each share in emit order (``owned``: lists made here, not the caller's).
+
+    Up to 256 slots the slots are made one byte each, and a task's share is cut out of each column
+    by ``compress`` with the bytes turned into its 0/1 selector by ``translate``: C-level passes
+    only. Beyond, one Python pass over the tuples."""
+    if route.selectors is not None:
+        code = bytes(slots)
         shares = []
-        for task in dests:
-            mask = list(map(task.__eq__, tasks))
-            shares.append((task, [list(compress(col, mask)) for col in columns], True))
+        for task, table in route.selectors.items():
+            selector = code.translate(table)
+            count = selector.count(1)
+            if count == len(code):
+                return [(task, columns, False)]
+            if count:
+                shares.append((task, [list(compress(col, selector)) for col in columns], True))
         return shares
-    at: Dict[int, List[int]] = {task: [] for task in dests}
-    for i, task in enumerate(tasks):
-        at[task].append(i)
+    at: Dict[int, List[int]] = {}
+    owners = route.owners
+    for i, slot in enumerate(slots):
+        at.setdefault(owners[slot], []).append(i)
+    if len(at) == 1:
+        return [(owners[slots[0]], columns, False)]
     return [(task, [[col[i] for i in idx] for col in columns], True) for task, idx in at.items()]

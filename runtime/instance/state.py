@@ -391,8 +391,7 @@ class InstanceState:
         for name, route in self.routes.items():
             fast = route.fast()
             if fast is not None:
-                self.column_routes[name] = ColumnRoute(fast.fields, fast.choose is not None, fast.next_task,
-                                                       fast.columns)
+                self.column_routes[name] = ColumnRoute.of(fast)
                 key_batches = key_miss = None
                 if fast.key_task is not None:
                     key_batches, key_miss = str_key_cache(

@@ -7,15 +7,20 @@ from squall import Bolt, Grouping, TopologyBuilder
 from squall.component import TupleBatch, TupleSource
 from squall.runtime.acking import TASK_SHIFT
 from squall.runtime.instance.chain import Chain
-from squall.runtime.instance.emit import per_destination_columns
+from squall.runtime.instance.emit import ColumnRoute, per_destination_columns
 from squall.runtime.protocol import ACK, DATA, DATA_HEADER_SIZE, FrameReader, data_frame, frame_dest
-from squall.runtime.routing import _fields, stable_hash
+from squall.runtime.routing import FastRoute, _fields, stable_hash
 
 from test_chain import MID, OUT, SRC, BatchOut, Mid, Out, make, plan_frame, rows, sent, topology
 from test_fast_path import Src, build, instance
 
 KEYS = ["a", "word", "", "é", "日本語", "x" * 40, "y" * 300, "z" * 70000, "ñ" * 20, 0, 1, -1, 2**40, -2**63, 1.0,
         2.5, True, None, b"", b"bytes", b"\xff" * 300, (1, "a"), [1, 2], ("é", b"b")]
+
+
+def bulk(choose, columns):
+    """The task of each tuple of ``columns`` by the chooser's bulk route."""
+    return [choose.owners[slot] for slot in choose.slots(columns)]
 
 
 @pytest.mark.parametrize("key_groups", [None, 16])
@@ -27,24 +32,31 @@ def test_the_bulk_route_of_a_key_column_is_the_per_tuple_route(tasks, key_groups
     keys = KEYS * 2  # the second time from the cache
     per_tuple = [choose([k, 0]) for k in keys]
     assert per_tuple == [owners[stable_hash([k]) % n] for k in keys]
-    assert choose.columns([keys, [0] * len(keys)]) == per_tuple
-    assert _fields(tasks, [0], key_groups).columns([keys, [0] * len(keys)]) == per_tuple, "from a cold cache"
+    assert bulk(choose, [keys, [0] * len(keys)]) == per_tuple
+    assert bulk(_fields(tasks, [0], key_groups), [keys, [0] * len(keys)]) == per_tuple, "from a cold cache"
+    words = [w for w in KEYS if isinstance(w, str)]
+    assert bulk(choose, [words, words]) == [choose([w, 0]) for w in words], "every key known: the C-speed pass"
 
 
 def test_the_bulk_route_of_two_key_columns_is_the_per_tuple_route():
     choose = _fields([1, 2, 3], [1, 0])
     first, second = KEYS, list(reversed(KEYS))
-    assert choose.columns([first, second]) == [choose([a, b]) for a, b in zip(first, second)]
-    assert choose.columns([first, second]) == [[1, 2, 3][stable_hash([b, a]) % 3] for a, b in zip(first, second)]
+    assert bulk(choose, [first, second]) == [choose([a, b]) for a, b in zip(first, second)]
+    assert bulk(choose, [first, second]) == [[1, 2, 3][stable_hash([b, a]) % 3] for a, b in zip(first, second)]
 
 
-@pytest.mark.parametrize("dests", [2, 9], ids=["compress", "indices"])
-def test_columns_are_split_per_destination_in_emit_order(dests):
-    tasks = [n % dests for n in range(100)]
-    shares = per_destination_columns(tasks, [list(range(100)), [str(n) for n in range(100)]])
-    assert sorted(task for task, _, _ in shares) == list(range(dests))
+@pytest.mark.parametrize("slots", [2, 9, 300], ids=["2 tasks", "9 tasks", "300 slots"])
+def test_columns_are_split_per_destination_in_emit_order(slots):
+    owners = [10 + s % 9 for s in range(slots)]
+    route = ColumnRoute.of(FastRoute(lambda v: 0, 2, None, 0, None, lambda c: [], owners))
+    assert (route.selectors is None) == (slots > 256)
+    tuple_slots = [(n * 7) % slots for n in range(400)]
+    shares = per_destination_columns(tuple_slots, route, [list(range(400)), [str(n) for n in range(400)]])
+    assert sorted(task for task, _, _ in shares) == sorted(set(owners[s] for s in tuple_slots))
     for task, (ns, strs), owned in shares:
-        assert owned and ns == [n for n in range(100) if n % dests == task] and strs == list(map(str, ns))
+        assert owned and ns == [n for n in range(400) if owners[tuple_slots[n]] == task] and strs == list(map(str, ns))
+    ((task, cols, owned),) = per_destination_columns([0] * 5, route, [list(range(5))])
+    assert (task, cols, owned) == (10, [list(range(5))], False), "all to one task: the columns as they are"
 
 
 def per_destination(inst):
