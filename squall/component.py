@@ -143,7 +143,8 @@ class TupleBatch(_FromSource):
     @property
     def columns(self) -> List[list]:
         if self._columns is None:
-            self._columns = [list(col) for col in zip(*self._values)] or [[] for _ in self.source.fields]  # type: ignore[misc]
+            rows = self._values
+            self._columns = [list(col) for col in zip(*rows)] or [[] for _ in self.source.fields]  # type: ignore[misc]
         return self._columns
 
     def __len__(self) -> int:

@@ -28,8 +28,8 @@ from squall.component import Tuple, column_count, rows_of
 from squall.runtime.acking import ROOT_BITS, TASK_SHIFT, Span, random_bits
 from squall.runtime.instance.batch import NO_ANCHOR, Batch
 from squall.runtime.instance.edge import Edge, EmitColumnsMethod, EmitManyMethod, EmitMethod
-from squall.runtime.routing import FastRoute, SlotsChooser
 from squall.runtime.instance.tuples import Received
+from squall.runtime.routing import FastRoute, SlotsChooser
 from squall.stream import DEFAULT_STREAM
 
 if TYPE_CHECKING:
@@ -350,11 +350,11 @@ def fast_emit_columns(inst: InstanceState, many: EmitManyMethod) -> EmitColumnsM
     """A bolt-signature ``emit_columns`` (a list a field) that keeps the tuples as columns to the frame.
 
     On a stream whose grouping picks one task a tuple without the values (shuffle, global: one
-    task for the whole call) or by a fields grouping (each tuple's task found in bulk,
-    ``StreamRoute.fast().columns``, then each destination's share cut out of each column at C
-    speed), each share joins its destination's batch as a columnar run (``Batch.add_columns``), cut
-    at the batch size. At least once a bolt's share is anchored as ``emit_many`` anchors it: one
-    span a batch. Anything else (explicit anchors or a spout's ids at least once, partial-key, all,
+    task for the whole call) or by a fields grouping (each tuple's slot found in bulk,
+    ``FastRoute.slots``, then each destination's share cut out of each column at C speed,
+    ``per_destination_columns``), each share joins its destination's batch as a columnar run
+    (``Batch.add_columns``), cut at the batch size. At least once a bolt's share is anchored as
+    ``emit_many`` anchors it: one span a batch. Anything else (explicit anchors or a spout's ids at least once, partial-key, all,
     custom and direct groupings, streams of the chain's edge) goes through ``many`` as rows.
     """
     routes = inst.column_routes
