@@ -103,10 +103,12 @@ class Batch:
         return values_list[room:]
 
     def add_columns(self, stream: str, columns: List[list], n: int, anchor: Optional[Span], tracked: bool,
-                    owned: bool = False) -> None:
+                    owned: bool = False, trees: Optional[List[int]] = None) -> int:
         """``n`` tuples of ``stream`` as ``columns`` (one list a field), appended to the open columnar
         run of ``stream`` or in a new one (``owned``: the lists are this batch's to keep). At least once
-        they are anchored to ``anchor`` as ``join`` anchors: one span for all of them."""
+        they are anchored to ``anchor`` as ``join`` anchors: one span for all of them; or, with
+        ``trees`` (a spout's new trees' roots), they start a span of their own in those trees, whose
+        value is returned (as ``add_span``)."""
         runs = self.runs
         run = runs[-1] if self.stream is None and runs else None
         if run is None or len(run) != 4 or run[0] != stream:
@@ -120,7 +122,12 @@ class Batch:
         else:
             for col, more in zip(run[1], columns):
                 col += more
-        if tracked and anchor is not self.anchor:
+        value = 0
+        if trees is not None:
+            value = new_value()
+            self.spans += (run[3], trees, value)
+            self.anchor = NO_ANCHOR
+        elif tracked and anchor is not self.anchor:
             spans = self.spans
             if anchor is None:
                 spans += (run[3], None, 0)
@@ -133,6 +140,7 @@ class Batch:
             self.anchor = anchor
         run[3] += n
         self.limit -= n
+        return value
 
     @property
     def full(self) -> bool:

@@ -362,44 +362,71 @@ def fast_emit_columns(inst: InstanceState, many: EmitManyMethod) -> EmitColumnsM
     send = inst.send_batch
     emits = inst.emit_cell
     tracked = inst.reliable
+    trees = tracked and inst.is_spout  # a spout's tuples with ids start trees
     auto_anchor = tracked and not inst.is_spout and inst.auto_anchor
 
     def emit_columns(component: object, columns: Sequence[Sequence[object]], stream: str = DEFAULT_STREAM,
                      anchors: Optional[Iterable[Tuple]] = None, tup_ids: Optional[Sequence[object]] = None) -> None:
         route = routes.get(stream)
         n = column_count(columns, stream, None if route is None else route.fields)
-        if (route is None or (tracked and (tup_ids is not None or anchors is not None))
+        if (route is None or (tracked and anchors is not None)
                 or (route.subscribed and route.next_task is None and route.slots is None)):
             many(component, rows_of(columns), stream, anchors, tup_ids)
             return
         if tup_ids is not None and len(tup_ids) != n:
             raise ValueError(f"emit_columns: {n} tuples but {len(tup_ids)} tup_ids")
         emits[0] += n
+        if trees and tup_ids is not None:
+            emit_trees(stream, columns, route, tup_ids)
+            return
         if not route.subscribed or not n:
             return
         anchor = (inst.anchor_span or inst.anchor()) if auto_anchor else None
-        if route.next_task is not None:
-            shares = [(route.next_task(), columns, False)]
-        else:
-            shares = per_destination_columns(route.slots(columns), route, columns)  # type: ignore[misc]
-        for dest, cols, owned in shares:
-            add_columns(batches[dest], stream, cols, anchor, owned)
+        for dest, cols, owned in shares_of(route, columns):
+            add_columns(batches[dest], stream, cols, anchor, owned, None)
+
+    def emit_trees(stream: str, columns: Sequence[Sequence[object]], route: ColumnRoute,
+                   tup_ids: Sequence[object]) -> None:
+        """A spout's columns with ids, at least once: a tree each, and every span of the call in all
+        their trees (as a chain hands them on: a fail of any of the tuples fails every tree)."""
+        if not route.subscribed:
+            for tup_id in tup_ids:
+                inst.complete(tup_id, 0.0)  # a tree without spans is complete at once
+            return
+        roots = [inst.open_tree() for _ in tup_ids]
+        xor = 0
+        for dest, cols, owned in shares_of(route, columns):
+            xor ^= add_columns(batches[dest], stream, cols, None, owned, roots)
+        for root, tup_id in zip(roots, tup_ids):
+            inst.start_tree(root, tup_id, xor, 0.0)
 
     def add_columns(batch: Batch, stream: str, cols: Sequence[Sequence[object]], anchor: Optional[Span],
-                    owned: bool) -> None:
+                    owned: bool, roots: Optional[List[int]]) -> int:
+        """``cols`` into ``batch`` as columnar runs, cut at the batch size; the XOR of the values of
+        the spans started in the trees ``roots`` (``Batch.add_columns``)."""
         n = len(cols[0])
-        start = 0
+        start = xor = 0
         while start < n:
             if batch.full:
                 send(batch)
             room = batch.limit - len(batch.vals)
             part = cols if start == 0 and room >= n else [col[start:start + room] for col in cols]
-            batch.add_columns(stream, part, min(room, n - start), anchor, tracked, owned or part is not cols)
+            xor ^= batch.add_columns(stream, part, min(room, n - start), anchor, tracked, owned or part is not cols,
+                                     roots)
             start += room
         if batch.full:
             send(batch)
+        return xor
 
     return emit_columns
+
+
+def shares_of(route: ColumnRoute, columns: Sequence[Sequence[object]]) -> List[tuple]:
+    """``[(task, columns, owned), ...]``: where the tuples of ``columns`` go along ``route``, which
+    subscribes."""
+    if route.next_task is not None:
+        return [(route.next_task(), columns, False)]
+    return per_destination_columns(route.slots(columns), route, columns)  # type: ignore[misc]
 
 
 def per_destination_columns(slots: List[int], route: ColumnRoute, columns: Sequence[Sequence[object]]) -> List[tuple]:

@@ -3,7 +3,7 @@ route picks, sent as columnar runs, and taken as columns or rows by either kind 
 import msgpack
 import pytest
 
-from squall import Bolt, Grouping, TopologyBuilder
+from squall import Bolt, Grouping, Spout, TopologyBuilder
 from squall.component import TupleBatch, TupleSource
 from squall.runtime.acking import TASK_SHIFT
 from squall.runtime.instance.chain import Chain
@@ -217,3 +217,56 @@ def test_columns_across_processes_at_least_once_are_one_span_and_acked_exactly(c
 
 def words_frame_rows(words, spans):
     return data_frame(MID, msgpack.packb([SRC, [["default", [[w] for w in words], spans]], 0]), len(words))
+
+
+class ColumnSrc(Spout):
+    """Emits its words as one column, each with its word as id."""
+
+    outputs = ["word"]
+
+    def __init__(self, words):
+        self.todo = list(words)
+        self.acked, self.failed = [], []
+
+    def next_tuple(self):
+        if self.todo:
+            words, self.todo = self.todo, []
+            self.emit_columns([words], tup_ids=list(words))
+
+    def ack(self, tup_id):
+        self.acked.append(tup_id)
+
+    def fail(self, tup_id):
+        self.failed.append(tup_id)
+
+
+def frames_of(process, ftype):
+    """The raw frames of type ``ftype`` that ``process`` sent (flushed); the rest are dropped."""
+    process.flush_all()
+    out = [bytes(f) for f in FrameReader().feed(bytes(process.out)) if f[4] == ftype]
+    process.out.clear()
+    return out
+
+
+@pytest.mark.parametrize("words, acked", [(["a", "b", "c"], True), (["a", "fail", "c"], False)])
+def test_a_spout_s_columns_with_ids_across_processes_are_one_span_in_all_their_trees(words, acked):
+    topo = topology("ATLEAST_ONCE")
+    src = ColumnSrc(words)
+    spout, mid, sink = make(topo, "a_src", SRC, src), make(topo, "b_mid", MID, Mid()), make(topo, "c_out", OUT, Out())
+    for process in (spout, mid, sink):
+        process.on_frame(plan_frame(), 0.0)
+    spout.spout_burst()
+    (data,) = frames_of(spout, DATA)
+    ((stream, columns, spans, n),) = msgpack.unpackb(data[DATA_HEADER_SIZE:])[1]
+    assert (stream, columns, n) == ("default", [words], 3)
+    assert spans[0] == 0 and len(spans) == 3 and len(spans[1]) == 3, "one span in the three trees"
+    assert src.acked == src.failed == []
+    mid.on_frame(data, 0.0)
+    for frame in frames_of(mid, DATA):
+        sink.on_frame(frame, 0.0)
+    for frame in frames_of(mid, ACK) + frames_of(sink, ACK):
+        spout.on_frame(frame, 0.0)
+    if acked:
+        assert sorted(src.acked) == sorted(words) and src.failed == [], "every tree's XOR closed"
+    else:
+        assert sorted(src.failed) == sorted(words) and src.acked == [], "a failed tuple fails every tree"
