@@ -3,7 +3,7 @@ route picks, sent as columnar runs, and taken as columns or rows by either kind 
 import msgpack
 import pytest
 
-from squall import Bolt, Grouping, Spout, TopologyBuilder
+from squall import Bolt, Grouping, Spout
 from squall.component import TupleBatch, TupleSource
 from squall.runtime.acking import TASK_SHIFT
 from squall.runtime.instance.chain import Chain
