@@ -15,6 +15,9 @@ baseline: figures here drift from one minute to the next):
   them whole (at the default 0.5 it cuts after two: squall/chaining.py);
 - the batch API (``emit_many``/``process_batch``): the same two shapes
   (wc_bench_batch.py, wc_bench_batch_wide.py);
+- the columnar batch API (``emit_columns``/``batch.columns``, the count a
+  ``Counter.update`` of a column): the same two shapes (wc_bench_columns.py,
+  wc_bench_columns_wide.py);
 - each of the four at most once and at least once (``topology.max.spout.pending``
   unlimited).
 
@@ -53,6 +56,8 @@ SHAPES = {
     "tuple 1/2/2": "wc_bench.py",
     "batch fused 1/1/1": "wc_bench_batch.py",
     "batch 1/2/2": "wc_bench_batch_wide.py",
+    "columns fused 1/1/1": "wc_bench_columns.py",
+    "columns 1/2/2": "wc_bench_columns_wide.py",
 }
 RUNS: Dict[str, Tuple[str, ...]] = {}
 FUSED = ("squall.chaining=auto", "squall.component.cpu=0.3")  # three components within one core: fused whole
@@ -62,6 +67,9 @@ for _shape, _file in SHAPES.items():
 RATIOS = [  # (what, numerator, denominator, target)
     ("batch 1/2/2 / batch fused", "batch 1/2/2", "batch fused 1/1/1", ">= 1.2"),
     ("tuple 1/2/2 / tuple fused", "tuple 1/2/2", "tuple fused 1/1/1", ">= 1.3"),
+    ("columns 1/2/2 / columns fused", "columns 1/2/2", "columns fused 1/1/1", ">= 1.2 (batch API)"),
+    ("columns 1/2/2 / batch fused", "columns 1/2/2", "batch fused 1/1/1", ">= 1.2 (batch API)"),
+    ("columns fused / plain Python", "columns fused 1/1/1", PLAIN, ""),
     ("batch fused / plain Python", "batch fused 1/1/1", PLAIN, "no lower than on main"),
     ("tuple fused / plain Python", "tuple fused 1/1/1", PLAIN, "no lower than on main"),
     *((f"{shape} at least once / at most once", shape + " ALO", shape, "no lower than on main") for shape in SHAPES),

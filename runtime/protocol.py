@@ -4,8 +4,8 @@ Every message is a frame: a 4-byte big-endian length of what follows, a
 1-byte frame type, then the body. Bodies are Thrift structs of the IDL
 (CHALLENGE, HELLO, CONTROL) or, for DATA, ACK and MARKER, a 4-byte destination
 task id and a 4-byte tuple count followed by a msgpack body that only the
-destination instance decodes (DATA: ``[sender task, runs, epoch]``; MARKER:
-``[sender task, checkpoint id, epoch]``, docs/state.md).
+destination instance decodes (DATA: ``[sender task, runs, epoch]``, a run of rows or of
+columns; MARKER: ``[sender task, checkpoint id, epoch]``, docs/state.md).
 
 Every connection starts with the server's CHALLENGE (a random nonce) and the
 client's HELLO carrying HMAC-SHA256(secret, nonce) and the protocol version.
@@ -43,7 +43,8 @@ ROUTED = (DATA, ACK, MARKER)  # frames a stream manager forwards by their destin
 # 3: at least once, a run carried edge ids and spans of roots (not [edge, root, ...] per tuple).
 # 4: at least once, a run carries spans of [start, roots, value] (one root: a bare int), no per-tuple id.
 # 5: a DATA batch carries its sender's epoch; MARKER frames (a checkpoint's, in line with the data).
-PROTOCOL_VERSION = 5
+# 6: a run may be columnar, [stream, [field values, ...], spans, count] (emit_columns).
+PROTOCOL_VERSION = 6
 
 HEADER = struct.Struct(">IB")  # length of (type + body), type
 DEST = struct.Struct(">I")

@@ -22,6 +22,9 @@ from squall.stream import CustomGrouping
 G = schema.GroupingKind
 Values = Sequence[object]  # an emitted tuple's values
 Chooser = Callable[[Values], int]  # a grouping that sends each tuple to one task
+Columns = Sequence[Sequence[object]]  # tuples as one list a field (``emit_columns``)
+# a fields grouping's slot of each tuple of columns, in bulk: the tuple goes to task ``owners[slot]``
+SlotsChooser = Callable[[Columns], List[int]]
 T = TypeVar("T")
 _PARTIAL_SEED = 0x9E3779B9
 
@@ -75,7 +78,11 @@ def str_key_cache(compute: Callable[[object], T]) -> Tuple[Dict[object, T], Call
 
 def _fields(tasks: List[int], idx: List[int], key_groups: Optional[int] = None) -> Chooser:
     """Fields grouping; into a stateful component (``key_groups``), by the owner of the key's group
-    (``squall/stateful.py``), so its keyed state can follow a rescale."""
+    (``squall/stateful.py``), so its keyed state can follow a rescale.
+
+    The chooser's ``slots`` attribute routes columns in bulk (``emit_columns``): the slot of each
+    tuple, ``stable_hash`` of its key modulo the slots, whose task is ``owners[slot]`` (the task the
+    chooser picks for the same values)."""
     n = len(tasks)
     crc = zlib.crc32
     if key_groups:
@@ -83,9 +90,18 @@ def _fields(tasks: List[int], idx: List[int], key_groups: Optional[int] = None) 
         tasks = [tasks[group * n // g] for group in range(g)]  # the owner of each key group
         n = g
     if len(idx) != 1:  # stable_hash inlined: this runs for every tuple
-        return lambda values: tasks[crc(_packb([values[k] for k in idx])) % n]
+        choose_keys = lambda values: tasks[crc(_packb([values[k] for k in idx])) % n]  # noqa: E731
+
+        def slots_of_keys(columns: Columns) -> List[int]:
+            # msgpack packs a tuple as it packs a list: the same bytes as the per-tuple route's
+            return [crc(_packb(key)) % n for key in zip(*[columns[k] for k in idx])]
+
+        choose_keys.slots = slots_of_keys  # type: ignore[attr-defined]
+        choose_keys.owners = tasks  # type: ignore[attr-defined]
+        return choose_keys
     k = idx[0]
     known, key_task = str_key_cache(lambda key: tasks[stable_hash([key]) % n])
+    known_slots, key_slot = str_key_cache(lambda key: stable_hash([key]) % n)
 
     def choose(values: Values) -> int:
         try:
@@ -93,8 +109,23 @@ def _fields(tasks: List[int], idx: List[int], key_groups: Optional[int] = None) 
         except (KeyError, TypeError):
             return key_task(values[k])
 
+    def slot_of(key: object) -> int:
+        try:
+            return known_slots[key]
+        except (KeyError, TypeError):
+            return key_slot(key)
+
+    def slots(columns: Columns) -> List[int]:
+        keys = columns[k]
+        try:  # every key known: one dict lookup a key at C speed
+            return list(map(known_slots.__getitem__, keys))
+        except (KeyError, TypeError):
+            return list(map(slot_of, keys))
+
     choose.key_index = k  # type: ignore[attr-defined]
     choose.key_task = key_task  # type: ignore[attr-defined]
+    choose.slots = slots  # type: ignore[attr-defined]
+    choose.owners = tasks  # type: ignore[attr-defined]
     return choose
 
 
@@ -135,6 +166,8 @@ class FastRoute(NamedTuple):
     next_task: Optional[Callable[[], int]]  # the chooser without the values and without a Python frame
     key_index: int  # a single-key fields grouping's key among the values
     key_task: Optional[Callable[[object], int]]  # the task of such a key, for the instance to remember
+    slots: Optional[SlotsChooser]  # a fields grouping's slot of each tuple of columns, in bulk
+    owners: Sequence[int]  # the task of each slot
 
 
 class StreamRoute:
@@ -166,7 +199,8 @@ class StreamRoute:
             return None
         choose = self.choosers[0][0] if self.choosers else None
         return FastRoute(choose, len(self.fields), getattr(choose, "next_task", None),
-                         getattr(choose, "key_index", 0), getattr(choose, "key_task", None))
+                         getattr(choose, "key_index", 0), getattr(choose, "key_task", None),
+                         getattr(choose, "slots", None), getattr(choose, "owners", ()))
 
     def targets(self, values: Values, direct_task: Optional[int]) -> List[int]:
         if self.direct:

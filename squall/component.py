@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from functools import cached_property
-from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequence, Union
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Protocol, Sequence, Union
 
 from squall.metrics import Metric
 from squall.spec import ComponentSpec
@@ -107,21 +107,50 @@ class TupleBatch(_FromSource):
     """Tuples of one stream from one task, in arrival order: what ``Bolt.process_batch`` gets.
 
     ``values`` is the list of their values (``for word, count in batch.values``
-    is the cheapest way through them); iterating gives ``Tuple`` objects. At
-    least once they are in the same trees (``roots``): acked together when
-    ``process_batch`` returns, failed together (``self.fail(batch)`` or a raise
-    under ``auto_fail``).
+    is the cheapest way through rows); ``columns`` is a list per declared field
+    (``Counter.update(batch.columns[0])``: no Python object a tuple). Each is
+    built from the other on first use, so a batch that came as rows (``emit``,
+    ``emit_many``) has columns and one that came as columns (``emit_columns``)
+    has rows. Iterating gives ``Tuple`` objects. At least once they are in the
+    same trees (``roots``): acked together when ``process_batch`` returns,
+    failed together (``self.fail(batch)`` or a raise under ``auto_fail``).
     """
 
-    __slots__ = ("values", "source", "roots")
+    __slots__ = ("_values", "_columns", "source", "roots")
 
     def __init__(self, values: list, source: TupleSource, roots: object = None):
-        self.values = values
+        self._values: Optional[list] = values
+        self._columns: Optional[List[list]] = None
         self.source = source
         self.roots = roots
 
+    @classmethod
+    def of_columns(cls, columns: List[list], source: TupleSource, roots: object = None) -> "TupleBatch":
+        """A batch of the tuples whose field ``i`` is ``columns[i]`` (equal lengths, one a field)."""
+        batch = cls.__new__(cls)
+        batch._values = None
+        batch._columns = columns
+        batch.source = source
+        batch.roots = roots
+        return batch
+
+    @property
+    def values(self) -> list:
+        if self._values is None:
+            self._values = list(map(list, zip(*self._columns)))  # type: ignore[misc]
+        return self._values
+
+    @property
+    def columns(self) -> List[list]:
+        if self._columns is None:
+            rows = self._values
+            self._columns = [list(col) for col in zip(*rows)] or [[] for _ in self.source.fields]  # type: ignore[misc]
+        return self._columns
+
     def __len__(self) -> int:
-        return len(self.values)
+        if self._values is not None:
+            return len(self._values)
+        return len(self._columns[0]) if self._columns else 0
 
     def __iter__(self) -> Any:
         for values in self.values:
@@ -130,7 +159,25 @@ class TupleBatch(_FromSource):
             yield tup
 
     def __repr__(self) -> str:
-        return f"TupleBatch({self.component}/{self.stream} task={self.task}, {len(self.values)} tuples)"
+        return f"TupleBatch({self.component}/{self.stream} task={self.task}, {len(self)} tuples)"
+
+
+def column_count(columns: Sequence[Sequence[object]], stream: str, fields: Optional[int]) -> int:
+    """The tuples in ``columns`` (a list a field of stream ``stream``, which has ``fields`` fields,
+    None: not known here); ``ValueError`` naming what is wrong when they are not ``fields`` lists of
+    one length."""
+    if fields is not None and len(columns) != fields:
+        raise ValueError(f"emit_columns: stream {stream!r} has {fields} fields, got {len(columns)} columns")
+    lengths = set(map(len, columns))
+    if len(lengths) > 1:
+        raise ValueError(f"emit_columns: stream {stream!r} got columns of different lengths "
+                         f"{[len(c) for c in columns]} (one value a tuple in each)")
+    return lengths.pop() if lengths else 0
+
+
+def rows_of(columns: Sequence[Sequence[object]]) -> list:
+    """The values of each tuple of ``columns`` (one list a field), as ``emit_many`` takes them."""
+    return list(map(list, zip(*columns)))
 
 
 class Collector(Protocol):
@@ -289,6 +336,11 @@ class Component:
         written. Raise ``ValueError`` or ``OSError`` with one line naming what is wrong."""
 
     @classmethod
+    def field_count(cls, stream: str) -> Optional[int]:
+        """The fields of the declared output stream ``stream`` (None: not declared)."""
+        return next((len(s.fields) for s in cls.declared_streams() if s.name == stream), None)
+
+    @classmethod
     def declared_streams(cls) -> list:
         """The component's output streams as ``Stream`` objects."""
         outputs = cls.outputs
@@ -352,6 +404,14 @@ class Spout(Component):
             for values, tup_id in zip(values_list, tup_ids):
                 self.emit(values, tup_id, stream)
 
+    def emit_columns(self, columns: Sequence[Sequence[object]], tup_ids: Optional[Sequence[object]] = None,
+                     stream: str = DEFAULT_STREAM) -> None:
+        """Emit the tuples whose field ``i`` is ``columns[i]`` (one list a declared field, equal
+        lengths), in order, as ``emit_many`` would; across processes they travel as columns, not as
+        a list a tuple, to a ``process_batch`` that reads ``batch.columns``."""
+        column_count(columns, stream, self.field_count(stream))
+        self.emit_many(rows_of(columns), tup_ids, stream)
+
     @classmethod
     def spec(cls, name: Optional[str] = None, par: int = 1, config: Optional[Mapping] = None) -> ComponentSpec:
         """A component spec for the class DSL (``class T(Topology): s = MySpout.spec()``)."""
@@ -412,6 +472,14 @@ class Bolt(Component):
         handed to the next task as one batch, to its ``process_batch``)."""
         for values in values_list:
             self.emit(values, stream, anchors)
+
+    def emit_columns(self, columns: Sequence[Sequence[object]], stream: str = DEFAULT_STREAM,
+                     anchors: Optional[Iterable[Tuple]] = None) -> None:
+        """Emit the tuples whose field ``i`` is ``columns[i]`` (one list a declared field, equal
+        lengths), in order, as ``emit_many`` would; across processes they travel as columns, not as
+        a list a tuple, to a ``process_batch`` that reads ``batch.columns``."""
+        column_count(columns, stream, self.field_count(stream))
+        self.emit_many(rows_of(columns), stream, anchors)
 
     def ack(self, tup: Tuple) -> None:
         self._collector.ack(tup)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from itertools import chain
-from typing import Optional, Sequence, Set, Union
+from typing import List, Optional, Sequence, Set, Union
 
 from squall.runtime.acking import Roots, Span, SpanValue, new_value, roots_of
 
@@ -20,7 +20,11 @@ class Batch:
     anchored to: the next tuple anchored to it joins that span (a sentence's words), any other
     starts one.
 
-    ``vals`` is the open (last) run; the batch is full once it holds ``limit``
+    A columnar run (``emit_columns``) is ``[stream, columns, spans, n]``: ``n`` tuples as one list
+    a field, ``spans`` as a row run's (empty at most once). While one is open ``stream`` is None, so
+    the next row emit opens a run of its own.
+
+    ``vals`` is the open (last) row run; the batch is full once it holds ``limit``
     values, which is the batch size less what earlier runs hold. A batch
     lives as long as its destination: sending it clears it.
     """
@@ -98,17 +102,66 @@ class Batch:
         self.vals += values_list[:room]
         return values_list[room:]
 
+    def add_columns(self, stream: str, columns: List[list], n: int, anchor: Optional[Span], tracked: bool,
+                    owned: bool = False, trees: Optional[List[int]] = None) -> int:
+        """``n`` tuples of ``stream`` as ``columns`` (one list a field), appended to the open columnar
+        run of ``stream`` or in a new one (``owned``: the lists are this batch's to keep). At least once
+        they are anchored to ``anchor`` as ``join`` anchors: one span for all of them; or, with
+        ``trees`` (a spout's new trees' roots), they start a span of their own in those trees, whose
+        value is returned (as ``add_span``)."""
+        runs = self.runs
+        run = runs[-1] if self.stream is None and runs else None
+        if run is None or len(run) != 4 or run[0] != stream:
+            self.limit -= len(self.vals)
+            self.vals = []
+            self.stream = None
+            self.anchor = NO_ANCHOR
+            self.spans = []
+            run = [stream, columns if owned else [list(col) for col in columns], self.spans, 0]
+            runs.append(run)
+        else:
+            for col, more in zip(run[1], columns):
+                col += more
+        value = 0
+        if trees is not None:
+            value = new_value()
+            self.spans += (run[3], trees, value)
+            self.anchor = NO_ANCHOR
+        elif tracked and anchor is not self.anchor:
+            spans = self.spans
+            if anchor is None:
+                spans += (run[3], None, 0)
+            else:
+                share = new_value()
+                anchor.delta ^= share
+                spans += (run[3], anchor.roots, share)
+                anchor.carried = spans
+                anchor.at = len(spans) - 1
+            self.anchor = anchor
+        run[3] += n
+        self.limit -= n
+        return value
+
     @property
     def full(self) -> bool:
         return len(self.vals) >= self.limit
 
     def count(self) -> int:
-        return sum(len(run[1]) for run in self.runs)
+        return sum(run[3] if len(run) == 4 else len(run[1]) for run in self.runs)
 
     def roots(self) -> Set[int]:
         """The trees its tuples are in (at least once)."""
         return {root for run in self.runs for roots in run[2][1::3] if roots is not None
                 for root in roots_of(roots)}
+
+
+def as_row_run(run: list) -> None:
+    """A columnar run ``[stream, columns, spans, n]`` made, in place, the row run of the same tuples
+    (``[stream, values]``, at least once ``[stream, values, spans]``)."""
+    run[1] = list(map(list, zip(*run[1])))
+    del run[3]
+    if not run[2]:
+        del run[2]
 
 
 def untouched_acks(spans: list, touched: list) -> list:

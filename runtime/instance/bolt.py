@@ -10,7 +10,7 @@ import msgpack
 
 from squall.component import SYSTEM_COMPONENT, TICK_STREAM, Tuple, TupleSource
 from squall.runtime.instance.state import InstanceState
-from squall.runtime.instance.tuples import process_run
+from squall.runtime.instance.tuples import process_columns, process_run
 from squall.runtime.protocol import DATA_HEADER_SIZE, control_frame, frame_count
 
 
@@ -59,15 +59,19 @@ class BoltInstance(InstanceState):
         return self.on_runs(src, comp, runs, arrived)
 
     def on_runs(self, src: int, comp: str, runs: list, arrived: float) -> int:
-        """The runs ``[stream, values]`` of one frame from task ``src``: each tuple through process(),
-        or each run through process_batch()."""
+        """The runs ``[stream, values]`` (or columnar, ``[stream, columns, spans, n]``) of one frame
+        from task ``src``: each tuple through process(), or each run through process_batch()."""
         component, batched = self.component, self.batched
         clock = time.perf_counter
         done = 0
         t_start = clock()
-        for stream, vals in runs:
-            process_run(component, batched, vals, self.source(src, comp, stream))
-            done += len(vals)
+        for run in runs:
+            if len(run) == 4:
+                process_columns(component, batched, run[1], self.source(src, comp, run[0]))
+                done += run[3]
+            else:
+                process_run(component, batched, run[1], self.source(src, comp, run[0]))
+                done += len(run[1])
         self.account(done, t_start, clock(), arrived)
         return done
 

@@ -27,7 +27,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence
 import msgpack
 
 from squall.idl import schema
-from squall.runtime.instance.batch import Batch
+from squall.runtime.instance.batch import Batch, as_row_run
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +131,8 @@ class Combining:
             combiner = streams.get(run[0])
             if combiner is None:
                 continue
+            if len(run) == 4:  # columnar: combined as rows
+                as_row_run(run)
             vals = run[1]
             partials = combiner(vals)
             self.tuples_in += len(vals)

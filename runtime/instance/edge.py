@@ -26,9 +26,9 @@ import logging
 import time
 from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple, Optional, Sequence, Union
 
-from squall.component import Tuple, TupleBatch, TupleSource
+from squall.component import Tuple, TupleBatch, TupleSource, column_count
 from squall.runtime.acking import Span
-from squall.runtime.instance.tuples import ReceivedTuple, process_run
+from squall.runtime.instance.tuples import ReceivedTuple, process_columns, process_run
 from squall.runtime.routing import RoutingError
 from squall.runtime.user_errors import UNCAUGHT
 from squall.stream import DEFAULT_STREAM
@@ -46,6 +46,9 @@ _SAMPLE_MASK = SAMPLE_EVERY - 1
 EmitMethod = Callable[[object, Sequence[object], str, Optional[Iterable[Tuple]], Optional[int], object], tuple]
 #: ``(component, values_list, stream, anchors, tup_ids)``
 EmitManyMethod = Callable[[object, list, str, Optional[Iterable[Tuple]], Optional[Sequence[object]]], None]
+#: ``(component, columns, stream, anchors, tup_ids)``: tuples as one list a field
+EmitColumnsMethod = Callable[[object, Sequence[Sequence[object]], str, Optional[Iterable[Tuple]],
+                              Optional[Sequence[object]]], None]
 
 
 class UserError(Exception):
@@ -86,6 +89,7 @@ class Edge:
         self.stream: Optional[str] = None  # the stream delivered, once a plan has named the next member
         # set by ``wrap``: the generated emit, and the closures that retarget and count it
         self.emit: EmitMethod = _unmade
+        self._columns_over: Callable[[EmitColumnsMethod], EmitColumnsMethod] = _unmade
         self._retarget: Callable[[Target], None] = _unmade
         self.take_counts: Callable[[], DeliveredCounts] = _unmade
 
@@ -93,9 +97,14 @@ class Edge:
         """``(emit, emit_many)``: the delivered stream handed on, the rest through ``inner`` (an emit
         method)."""
         make = at_least_once if self.up.reliable else at_most_once
-        emit, emit_many, self._retarget, self.take_counts = make(self.up, inner)
+        emit, emit_many, self._columns_over, self._retarget, self.take_counts = make(self.up, inner)
         self.emit = emit
         return emit, emit_many
+
+    def wrap_columns(self, inner: EmitColumnsMethod) -> EmitColumnsMethod:
+        """``emit_columns``: the delivered stream's columns handed on as they are, the rest through
+        ``inner`` (after ``wrap``)."""
+        return self._columns_over(inner)
 
     def retarget(self, down: BoltInstance, stream: Optional[str]) -> None:
         """After a plan: ``down`` takes ``stream`` by call (None: nothing is delivered)."""
@@ -119,7 +128,8 @@ def _unmade(*args: object) -> None:
     raise RuntimeError("the edge's emit is not made yet (Edge.wrap)")
 
 
-Made = tuple[EmitMethod, EmitManyMethod, Callable[[Target], None], Callable[[], DeliveredCounts]]
+Made = tuple[EmitMethod, EmitManyMethod, Callable[[EmitColumnsMethod], EmitColumnsMethod], Callable[[Target], None],
+             Callable[[], DeliveredCounts]]
 
 
 def at_most_once(up: InstanceState, inner: EmitMethod) -> Made:
@@ -195,7 +205,32 @@ def at_most_once(up: InstanceState, inner: EmitMethod) -> Made:
         sampled += clock() - t0
         samples += n
 
-    return emit, emit_many, retarget, take_counts
+    def columns_over(inner_columns: EmitColumnsMethod) -> EmitColumnsMethod:
+        def emit_columns(component: object, columns: Sequence[Sequence[object]], stream: str = DEFAULT_STREAM,
+                         anchors: Optional[Iterable[Tuple]] = None,
+                         tup_ids: Optional[Sequence[object]] = None) -> None:
+            nonlocal calls, sampled, samples
+            if stream != stream0:
+                inner_columns(component, columns, stream, anchors, tup_ids)
+                return
+            n = column_count(columns, stream, fields)
+            if not n:
+                return
+            emits[0] += n
+            calls += n
+            t0 = clock()
+            try:
+                process_columns(down.component, batched, list(columns), source)
+            except UserError:
+                raise
+            except Exception as e:
+                raise _user_error(up, down) from e
+            sampled += clock() - t0
+            samples += n
+
+        return emit_columns
+
+    return emit, emit_many, columns_over, retarget, take_counts
 
 
 def at_least_once(up: InstanceState, inner: EmitMethod) -> Made:
@@ -259,7 +294,7 @@ def at_least_once(up: InstanceState, inner: EmitMethod) -> Made:
 
     def emit_many(component: object, values_list: list, stream: str = DEFAULT_STREAM,
                   anchors: Optional[Iterable[Tuple]] = None, tup_ids: Optional[Sequence[object]] = None) -> None:
-        nonlocal calls, sampled, samples
+        nonlocal calls
         if stream != stream0 or not values_list or (anchors is not None and other_anchors(anchors)):
             for k, values in enumerate(values_list):
                 emit(component, values, stream, anchors, None, None if tup_ids is None else tup_ids[k])
@@ -268,21 +303,46 @@ def at_least_once(up: InstanceState, inner: EmitMethod) -> Made:
         n = len(values_list)
         emits[0] += n
         calls += n
+        hand_on(TupleBatch(values_list, source), n, span_of(anchors, tup_ids), tup_ids)
+
+    def span_of(anchors: Optional[Iterable[Tuple]], tup_ids: Optional[Sequence[object]]) -> Optional[Span]:
+        """The span a batch handed on is processed in."""
         if spout is not None:
             # a spout's tuples with ids: one tree each, one span for them all (a child span's share goes
             # to every tree; failing the batch fails every tree)
-            span = None if tup_ids is None else Span([spout.open_tree() for _ in tup_ids], 0)
-        else:
-            span = (up.anchor_span or anchor()) if (anchors is not None or auto_anchor) else None
+            return None if tup_ids is None else Span([spout.open_tree() for _ in tup_ids], 0)
+        return (up.anchor_span or anchor()) if (anchors is not None or auto_anchor) else None
+
+    def hand_on(batch: TupleBatch, n: int, span: Optional[Span], tup_ids: Optional[Sequence[object]]) -> None:
+        nonlocal sampled, samples
         t0 = clock()
-        take_batch(values_list, source, span)
+        take_batch(batch, span)
         latency = clock() - t0
         sampled += latency
         samples += n
         if spout is not None and span is not None:
             spout.trees_back(span, tup_ids, latency)
 
-    return emit, emit_many, retarget, take_counts
+    def columns_over(inner_columns: EmitColumnsMethod) -> EmitColumnsMethod:
+        def emit_columns(component: object, columns: Sequence[Sequence[object]], stream: str = DEFAULT_STREAM,
+                         anchors: Optional[Iterable[Tuple]] = None,
+                         tup_ids: Optional[Sequence[object]] = None) -> None:
+            nonlocal calls
+            if stream != stream0 or (anchors is not None and other_anchors(anchors)):
+                inner_columns(component, columns, stream, anchors, tup_ids)
+                return
+            n = column_count(columns, stream, fields)
+            if not n:
+                return
+            if tup_ids is not None and len(tup_ids) != n:
+                raise ValueError(f"emit_columns: {n} tuples but {len(tup_ids)} tup_ids")
+            emits[0] += n
+            calls += n
+            hand_on(TupleBatch.of_columns(list(columns), source), n, span_of(anchors, tup_ids), tup_ids)
+
+        return emit_columns
+
+    return emit, emit_many, columns_over, retarget, take_counts
 
 
 def _check_fields(up: InstanceState, stream: str, source: TupleSource, values_list: list) -> None:

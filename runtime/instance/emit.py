@@ -20,14 +20,16 @@ Where a line inlines a method (``Batch.add_span``, ``Batch.join``,
 from __future__ import annotations
 
 import time
+from itertools import compress
 from operator import itemgetter
 from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence
 
-from squall.component import Tuple
-from squall.runtime.acking import ROOT_BITS, TASK_SHIFT, random_bits
+from squall.component import Tuple, column_count, rows_of
+from squall.runtime.acking import ROOT_BITS, TASK_SHIFT, Span, random_bits
 from squall.runtime.instance.batch import NO_ANCHOR, Batch
-from squall.runtime.instance.edge import Edge, EmitManyMethod, EmitMethod
+from squall.runtime.instance.edge import Edge, EmitColumnsMethod, EmitManyMethod, EmitMethod
 from squall.runtime.instance.tuples import Received
+from squall.runtime.routing import FastRoute, SlotsChooser
 from squall.stream import DEFAULT_STREAM
 
 if TYPE_CHECKING:
@@ -46,6 +48,25 @@ class FastEmit(NamedTuple):
     choose: Optional[Callable[[Sequence[object]], int]]  # the chooser; None: nothing subscribes
 
 
+class ColumnRoute(NamedTuple):
+    """What ``emit_columns`` needs of one stream whose tuples go to one task each (``StreamRoute.fast``)."""
+
+    fields: int  # columns an emit must have
+    subscribed: bool  # False: nothing subscribes to the stream
+    next_task: Optional[Callable[[], int]]  # a grouping that picks without the values: one task for the call
+    slots: Optional[SlotsChooser]  # a fields grouping: the slot of each tuple, in bulk
+    owners: Sequence[int]  # the task of each slot
+    selectors: Optional[Dict[int, bytes]]  # up to 256 slots, task -> ``bytes.translate`` table: 1 at its slots, else 0
+
+    @classmethod
+    def of(cls, fast: FastRoute) -> ColumnRoute:
+        selectors = None
+        if fast.slots is not None and len(fast.owners) <= 256:
+            selectors = {task: bytes(int(slot < len(fast.owners) and fast.owners[slot] == task) for slot in range(256))
+                         for task in dict.fromkeys(fast.owners)}
+        return cls(fast.fields, fast.choose is not None, fast.next_task, fast.slots, fast.owners, selectors)
+
+
 def runtime_class(inst: InstanceState, cls: type) -> type:
     """``cls`` with ``inst``'s fast paths, where it does not override them. With ``inst.fast_path``
     off, only a chain member's edge is added: every other emit, ack and fail goes through the
@@ -56,14 +77,19 @@ def runtime_class(inst: InstanceState, cls: type) -> type:
     methods: dict = {}
     own_emit = getattr(cls, "emit", None) is not base.emit
     own_emit_many = getattr(cls, "emit_many", None) is not base.emit_many
+    own_columns = own_emit or own_emit_many or getattr(cls, "emit_columns", None) is not base.emit_columns
     generic = own_emit or not inst.fast_path
     many = None  # the emit_many this instance gets, if not its class's own
+    columns = None  # the emit_columns it gets, if not its class's (which emits rows through emit_many)
     if inst.chained:  # a chain member: its next member's stream is delivered by call
         inst.edge = Edge(inst)
         delivered, chain_many = inst.edge.wrap(generic_emit(inst) if generic else
                                                fast_emit(inst, tracked=inst.reliable))
         if not own_emit_many:
             many = chain_many
+        if not own_columns:
+            columns = inst.edge.wrap_columns(fast_emit_columns(inst, chain_many) if inst.fast_path else
+                                             rows_emit_columns(chain_many))
     if not own_emit and (inst.chained or inst.fast_path):
         emit = delivered if inst.chained else fast_emit(inst, tracked=inst.reliable)
         if inst.is_spout:
@@ -76,6 +102,8 @@ def runtime_class(inst: InstanceState, cls: type) -> type:
             methods["emit"] = emit
     if not inst.chained and inst.fast_path and not own_emit and not own_emit_many:
         many = fast_emit_many(inst, emit)
+        if not own_columns:
+            columns = fast_emit_columns(inst, many)
     if many is not None:
         if inst.is_spout:
             def spout_emit_many(spout: Spout, values_list: list, tup_ids: Optional[Sequence[object]] = None,
@@ -85,6 +113,15 @@ def runtime_class(inst: InstanceState, cls: type) -> type:
             methods["emit_many"] = spout_emit_many
         else:
             methods["emit_many"] = many
+    if columns is not None:
+        if inst.is_spout:
+            def spout_emit_columns(spout: Spout, cols: Sequence[Sequence[object]],
+                                   tup_ids: Optional[Sequence[object]] = None, stream: str = DEFAULT_STREAM) -> None:
+                columns(spout, cols, stream, None, tup_ids)
+
+            methods["emit_columns"] = spout_emit_columns
+        else:
+            methods["emit_columns"] = columns
     if not inst.is_spout and not inst.reliable and inst.fast_path:  # at least once, the collector's
         def ack(bolt: Bolt, tup: Received) -> None:
             inst.ack_count += 1
@@ -297,3 +334,123 @@ def per_destination(route: tuple, batches: Dict[int, Batch], values_list: list) 
     for batch, values in zip(dests, values_list):  # cheaper than a C-level pass a destination from 2 on
         shares[batch].append(values)
     return list(shares.items())
+
+
+def rows_emit_columns(many: EmitManyMethod) -> EmitColumnsMethod:
+    """An ``emit_columns`` that hands the tuples on as rows, through ``many`` (an ``emit_many``)."""
+    def emit_columns(component: object, columns: Sequence[Sequence[object]], stream: str = DEFAULT_STREAM,
+                     anchors: Optional[Iterable[Tuple]] = None, tup_ids: Optional[Sequence[object]] = None) -> None:
+        column_count(columns, stream, None)
+        many(component, rows_of(columns), stream, anchors, tup_ids)
+
+    return emit_columns
+
+
+def fast_emit_columns(inst: InstanceState, many: EmitManyMethod) -> EmitColumnsMethod:
+    """A bolt-signature ``emit_columns`` (a list a field) that keeps the tuples as columns to the frame.
+
+    On a stream whose grouping picks one task a tuple without the values (shuffle, global: one
+    task for the whole call) or by a fields grouping (each tuple's slot found in bulk,
+    ``FastRoute.slots``, then each destination's share cut out of each column at C speed,
+    ``per_destination_columns``), each share joins its destination's batch as a columnar run
+    (``Batch.add_columns``), cut at the batch size. At least once a bolt's share is anchored as
+    ``emit_many`` anchors it: one span a batch. Anything else (explicit anchors or a spout's ids at least once, partial-key, all,
+    custom and direct groupings, streams of the chain's edge) goes through ``many`` as rows.
+    """
+    routes = inst.column_routes
+    batches = inst.batches
+    send = inst.send_batch
+    emits = inst.emit_cell
+    tracked = inst.reliable
+    trees = tracked and inst.is_spout  # a spout's tuples with ids start trees
+    auto_anchor = tracked and not inst.is_spout and inst.auto_anchor
+
+    def emit_columns(component: object, columns: Sequence[Sequence[object]], stream: str = DEFAULT_STREAM,
+                     anchors: Optional[Iterable[Tuple]] = None, tup_ids: Optional[Sequence[object]] = None) -> None:
+        route = routes.get(stream)
+        n = column_count(columns, stream, None if route is None else route.fields)
+        if (route is None or (tracked and anchors is not None)
+                or (route.subscribed and route.next_task is None and route.slots is None)):
+            many(component, rows_of(columns), stream, anchors, tup_ids)
+            return
+        if tup_ids is not None and len(tup_ids) != n:
+            raise ValueError(f"emit_columns: {n} tuples but {len(tup_ids)} tup_ids")
+        emits[0] += n
+        if trees and tup_ids is not None:
+            emit_trees(stream, columns, route, tup_ids)
+            return
+        if not route.subscribed or not n:
+            return
+        anchor = (inst.anchor_span or inst.anchor()) if auto_anchor else None
+        for dest, cols, owned in shares_of(route, columns):
+            add_columns(batches[dest], stream, cols, anchor, owned, None)
+
+    def emit_trees(stream: str, columns: Sequence[Sequence[object]], route: ColumnRoute,
+                   tup_ids: Sequence[object]) -> None:
+        """A spout's columns with ids, at least once: a tree each, and every span of the call in all
+        their trees (as a chain hands them on: a fail of any of the tuples fails every tree)."""
+        if not route.subscribed:
+            for tup_id in tup_ids:
+                inst.complete(tup_id, 0.0)  # a tree without spans is complete at once
+            return
+        roots = [inst.open_tree() for _ in tup_ids]
+        xor = 0
+        for dest, cols, owned in shares_of(route, columns):
+            xor ^= add_columns(batches[dest], stream, cols, None, owned, roots)
+        for root, tup_id in zip(roots, tup_ids):
+            inst.start_tree(root, tup_id, xor, 0.0)
+
+    def add_columns(batch: Batch, stream: str, cols: Sequence[Sequence[object]], anchor: Optional[Span],
+                    owned: bool, roots: Optional[List[int]]) -> int:
+        """``cols`` into ``batch`` as columnar runs, cut at the batch size; the XOR of the values of
+        the spans started in the trees ``roots`` (``Batch.add_columns``)."""
+        n = len(cols[0])
+        start = xor = 0
+        while start < n:
+            if batch.full:
+                send(batch)
+            room = batch.limit - len(batch.vals)
+            part = cols if start == 0 and room >= n else [col[start:start + room] for col in cols]
+            xor ^= batch.add_columns(stream, part, min(room, n - start), anchor, tracked, owned or part is not cols,
+                                     roots)
+            start += room
+        if batch.full:
+            send(batch)
+        return xor
+
+    return emit_columns
+
+
+def shares_of(route: ColumnRoute, columns: Sequence[Sequence[object]]) -> List[tuple]:
+    """``[(task, columns, owned), ...]``: where the tuples of ``columns`` go along ``route``, which
+    subscribes."""
+    if route.next_task is not None:
+        return [(route.next_task(), columns, False)]
+    return per_destination_columns(route.slots(columns), route, columns)  # type: ignore[misc]
+
+
+def per_destination_columns(slots: List[int], route: ColumnRoute, columns: Sequence[Sequence[object]]) -> List[tuple]:
+    """``[(task, columns, owned), ...]``: ``columns`` split by destination, ``slots`` the slot of each
+    tuple in ``route``, each share in emit order (``owned``: lists made here, not the caller's).
+
+    Up to 256 slots the slots are made one byte each, and a task's share is cut out of each column
+    by ``compress`` with the bytes turned into its 0/1 selector by ``translate``: C-level passes
+    only. Beyond, one Python pass over the tuples."""
+    if route.selectors is not None:
+        code = bytes(slots)
+        shares = []
+        for task, table in route.selectors.items():
+            selector = code.translate(table)
+            count = selector.count(1)
+            if count == len(code):
+                return [(task, columns, False)]
+            if count:
+                shares.append((task, [list(compress(col, selector)) for col in columns], True))
+        return shares
+    at: Dict[int, List[int]] = {}
+    owners = route.owners
+    for i, slot in enumerate(slots):
+        at.setdefault(owners[slot], []).append(i)
+    if len(at) == 1:
+        return [(owners[slots[0]], columns, False)]
+    return [(task, [[col[i] for i in idx] for col in columns], True) for task, idx in at.items()]

@@ -15,7 +15,7 @@ from typing import Iterable, Optional, Sequence
 from squall.component import Tuple, TupleBatch, TupleSource
 from squall.idl import schema
 from squall.runtime.acking import TASK_SHIFT, Roots, Span, SpanValue, root_task, roots_of, shared_span
-from squall.runtime.instance.batch import untouched_acks
+from squall.runtime.instance.batch import as_row_run, untouched_acks
 from squall.runtime.instance.bolt import BoltInstance
 from squall.runtime.instance.tuples import IDLE, AutoAckedTuple, Received, TrackedTuple
 from squall.runtime.protocol import ACK, RateLimitedLog, data_frame
@@ -58,15 +58,22 @@ class ReliableBoltInstance(BoltInstance):
 
     # tuples in ----------------------------------------------------------------------
     def on_runs(self, src: int, comp: str, runs: list, arrived: float) -> int:
-        """The runs ``[stream, values, spans]`` of one frame: each tuple in its span, anchored, acked
-        and failed as the bolt says."""
+        """The runs ``[stream, values, spans]`` (or columnar, ``[stream, columns, spans, n]``) of one
+        frame: each tuple in its span, anchored, acked and failed as the bolt says."""
         t_start = time.perf_counter()
         done = 0
-        for stream, vals, spans in runs:
-            source = self.source(src, comp, stream)
+        for run in runs:
+            source = self.source(src, comp, run[0])
+            if len(run) == 4:  # columnar: as they came to a process_batch, else as rows
+                if self.batched:
+                    done += run[3]
+                    self._run_batched(source, run[1], run[2], run[3], True)
+                    continue
+                as_row_run(run)
+            stream, vals, spans = run
             done += len(vals)
             if self.batched:
-                self._run_batched(source, vals, spans)
+                self._run_batched(source, vals, spans, len(vals), False)
             elif self.auto_ack:
                 self._run_auto_acked(source, vals, spans)
             else:
@@ -125,15 +132,21 @@ class ReliableBoltInstance(BoltInstance):
         if pairs:
             self._queue_acks(pairs)
 
-    def _run_batched(self, source: TupleSource, vals: list, spans: list) -> None:
-        """One received run for a bolt with its own process_batch (``auto_ack``: ``build()`` checks):
-        each span's tuples in one call, acked together when it returns, failed together when it
-        fails the batch or raises (``auto_fail``)."""
+    def _run_batched(self, source: TupleSource, vals: list, spans: list, n: int, columnar: bool) -> None:
+        """One received run of ``n`` tuples (``vals``: rows, or one list a field when ``columnar``) for
+        a bolt with its own process_batch (``auto_ack``: ``build()`` checks): each span's tuples in one
+        call, acked together when it returns, failed together when it fails the batch or raises
+        (``auto_fail``)."""
         process_batch = self.component.process_batch
         for k in range(0, len(spans), 3):
             start, roots, value = spans[k], spans[k + 1], spans[k + 2]
-            end = spans[k + 3] if k + 3 < len(spans) else len(vals)
-            batch = TupleBatch(vals[start:end], source, roots)
+            end = spans[k + 3] if k + 3 < len(spans) else n
+            if not columnar:
+                batch = TupleBatch(vals[start:end], source, roots)
+            elif start == 0 and end == n:  # the run is one span: its columns as they came
+                batch = TupleBatch.of_columns(vals, source, roots)
+            else:
+                batch = TupleBatch.of_columns([col[start:end] for col in vals], source, roots)
             self.span_roots, self.span_value = roots, value
             self.span = self.anchor_span = None
             self.current = batch
@@ -186,7 +199,7 @@ class ReliableBoltInstance(BoltInstance):
         not tracked): the emits it makes take shares of that span, its fail fails it, and its ack
         (``auto_ack``, which chaining requires) is the caller's."""
         if self.batched:
-            self.take_batch([values], source, span)
+            self.take_batch(TupleBatch([values], source), span)
             return
         tup = AutoAckedTuple()
         tup.values = values
@@ -201,20 +214,21 @@ class ReliableBoltInstance(BoltInstance):
         self.current = IDLE
         self.span = self.anchor_span = None
 
-    def take_batch(self, values_list: list, source: TupleSource, span: Optional[Span]) -> None:
-        """Tuples from the previous member of a chain (its ``emit_many``), as ``take``: one
-        ``process_batch`` call for them all, or ``process`` for each."""
-        roots = None if span is None else span.roots
+    def take_batch(self, batch: TupleBatch, span: Optional[Span]) -> None:
+        """Tuples from the previous member of a chain (its ``emit_many`` or ``emit_columns``), as
+        ``take``: one ``process_batch`` call for them all, or ``process`` for each."""
+        roots = batch.roots = None if span is None else span.roots
         self.span = span
         if self.batched:
-            batch = self.current = TupleBatch(values_list, source, roots)
+            self.current = batch
             try:
                 self.component.process_batch(batch)
             except Exception:
                 self.raised(batch)
         else:
             process = self.component.process
-            for values in values_list:
+            source = batch.source
+            for values in batch.values:
                 tup = self.current = AutoAckedTuple()
                 tup.values = values
                 tup.source = source

@@ -24,7 +24,7 @@ from squall.importing import import_object
 from squall.metrics_schema import CHAIN
 from squall.runtime.instance.batch import Batch
 from squall.runtime.instance.combine import Combining, plan_combining
-from squall.runtime.instance.emit import FastEmit
+from squall.runtime.instance.emit import ColumnRoute, FastEmit
 from squall.runtime.instance.tuples import Received
 from squall.runtime.protocol import (ACK, CONTROL, DATA, HEADER, MARKER, ProtocolError, data_header,
                                      decode_control, frame_count)
@@ -113,6 +113,7 @@ class InstanceState:
         self.out_head = 0  # bytes at the start of ``out`` that end a frame the socket took the start of (loop.py)
         self.batches: Dict[int, Batch] = {}  # destination task -> Batch, for every task of the plan
         self.fast_routes: Dict[str, tuple] = {}  # stream -> what the fast emit path needs of it (``FastEmit``)
+        self.column_routes: Dict[str, ColumnRoute] = {}  # stream -> what ``emit_columns`` needs of it
         self.combining: Optional[Combining] = None  # map-side combining into the consumers that declare it
         self.packb = msgpack.Packer(use_bin_type=True).pack
         self.emit_cell = [0]  # emits since the last metrics bucket (``emit_count``), bumped by the fast paths
@@ -386,9 +387,11 @@ class InstanceState:
             self.batch_for(task)
         self.combining = plan_combining(self.topology, self.component_name, self.task_component, import_object)
         self.fast_routes.clear()
+        self.column_routes.clear()
         for name, route in self.routes.items():
             fast = route.fast()
             if fast is not None:
+                self.column_routes[name] = ColumnRoute.of(fast)
                 key_batches = key_miss = None
                 if fast.key_task is not None:
                     key_batches, key_miss = str_key_cache(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
-from squall.component import Bolt, Tuple, TupleBatch, TupleSource
+from squall.component import Bolt, Tuple, TupleBatch, TupleSource, rows_of
 from squall.runtime.acking import Roots
 
 
@@ -66,3 +66,12 @@ def process_run(component: Bolt, batched: bool, values_list: list, source: Tuple
         tup.values = values
         tup.source = source
         process(tup)
+
+
+def process_columns(component: Bolt, batched: bool, columns: list, source: TupleSource) -> None:
+    """At most once, a run of one stream's tuples as columns (one list a field) to a bolt: to
+    ``process_batch`` as they are (``batch.columns``), or as rows to ``process``."""
+    if batched:
+        component.process_batch(TupleBatch.of_columns(columns, source))
+    else:
+        process_run(component, False, rows_of(columns), source)

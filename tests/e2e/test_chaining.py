@@ -64,18 +64,20 @@ def test_a_chained_task_s_log_lines_name_it(cluster, tmp_path):
     cluster.squall("kill", "wc_finite")
 
 
-@pytest.mark.parametrize("chaining", ["auto", "off"])
+@pytest.mark.parametrize("shape", ["fused 1/1/1", "1/2/2"])
 @pytest.mark.parametrize("mode", ["ATMOST_ONCE", "ATLEAST_ONCE"])
-def test_the_batch_api_counts_exactly_chained_or_not(cluster, tmp_path, chaining, mode):
-    """emit_many and process_batch: handed on as batches in a chain, received as runs through the
-    stream manager; at least once every id is acked."""
+def test_the_batch_api_counts_exactly_chained_or_not(cluster, tmp_path, shape, mode):
+    """emit_many/emit_columns and process_batch (rows and columns mixed, wc_batch.py): handed on as
+    batches in a chain, received as runs through the stream manager, each word by fields grouping to
+    one of two count tasks (1/2/2: nothing can be chained); at least once every id is acked."""
     out = tmp_path / "out"
     out.mkdir()
-    cluster.squall("submit", os.path.join(HERE, "topologies", "wc_batch.py"), "--config-property",
-                   f"e2e.out.dir={out}", "--config-property", f"squall.chaining={chaining}", "--config-property",
+    cluster.squall("submit", os.path.join(HERE, "topologies", "wc_batch.py" if shape == "fused 1/1/1" else
+                                          "wc_batch_wide.py"), "--config-property",
+                   f"e2e.out.dir={out}", "--config-property", "squall.chaining=auto", "--config-property",
                    f"topology.reliability.mode={mode}", "--config-property", "squall.component.cpu=0.3")  # 3 in a core
     shown = json.loads(cluster.squall("show", "wc_batch", "--json")[0])
-    assert shown["chains"] == ([["sentences", "split", "count"]] if chaining == "auto" else [])
+    assert shown["chains"] == ([["sentences", "split", "count"]] if shape == "fused 1/1/1" else [])
     wait_until(lambda: sum(sum(c.values()) for c in read_counts(str(out)).values()) >= TOTAL,
                timeout=90, what=f"{TOTAL} words counted")
     assert sum(read_counts(str(out)).values(), start=type(expected_counts(1))()) == expected_counts(2000)

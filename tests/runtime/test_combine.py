@@ -10,6 +10,7 @@ from squall import Spout
 from squall.idl import schema
 from squall.loader import load_topology_file
 from squall.runtime.instance import make_instance
+from squall.runtime.instance.batch import Batch
 from squall.runtime.instance.combine import CombineError, Combiner, one_span
 from squall.logical import topology_config
 from squall.runtime.protocol import DATA, DEST_COUNT, HEADER_SIZE, FrameReader
@@ -126,6 +127,21 @@ def test_at_most_once_each_count_task_gets_one_partial_per_word_and_tally_every_
     user = json.loads(inst.metrics_row(0.0, 1.0).user)
     assert (user["combined_in"], user["combined_out"]) == (9, 4)
     assert json.loads(inst.metrics_row(0.0, 1.0).user)["combined_in"] == 0, "counted per bucket"
+
+
+def test_a_columnar_run_is_combined_as_rows():
+    config = topology_config(TOPOLOGY).with_layer({"topology.reliability.mode": "ATMOST_ONCE"}, "test")
+    inst = make_instance(TOPOLOGY, "words", 1, 1, config, component_obj=Emitter())
+    inst.on_physical_plan(plan())
+    batch = Batch(2, 1000)
+    batch.add_columns("default", [WORDS, [1] * len(WORDS)], len(WORDS), None, False)
+    inst.combining.combine(batch)
+    assert batch.runs == [["default", [[w, WORDS.count(w)] for w in dict.fromkeys(WORDS)]]]
+    assert batch.count() == 4
+    # emitted as columns to two subscribers (count, tally): rows, as emit_many sends them
+    inst.component.emit_columns([WORDS, [1] * len(WORDS)])
+    inst.flush_all()
+    assert sent_runs(inst)[4] == (9, [["default", [[w, 1] for w in WORDS]]])
 
 
 def test_at_least_once_a_run_s_partials_are_one_span_in_every_tree_of_the_run():

@@ -1,6 +1,9 @@
-"""Word count with the batch API: the spout emits ten sentences a call with ``emit_many`` (with ids,
-at least once), split takes them with ``process_batch`` and emits each batch's words with one
-``emit_many``, count takes words with ``process_batch``. One task each.
+"""Word count with the batch API, rows and columns mixed: the spout emits ten sentences a call,
+by turns with ``emit_many`` and ``emit_columns`` (with ids, at least once); split takes them with
+``process_batch``, by turns reading ``batch.values`` and emitting each batch's words with one
+``emit_many``, and reading ``batch.columns`` and emitting them with one ``emit_columns``; count
+takes words with ``process_batch``, by turns as rows and as columns. So every producer meets every
+consumer. One task each (wc_batch_wide.py: one sentence, two split and two count tasks).
 
 Config: ``e2e.out.dir`` (count-<task>.json, acked.log), ``e2e.sentences``.
 """
@@ -31,9 +34,11 @@ class TenAtATime(Spout):
         values = [[sentence(i)] for i in ids]
         if self.reliable:
             self.pending.update(zip(ids, values))
-            self.emit_many(values, tup_ids=ids)
+        tup_ids = ids if self.reliable else None
+        if ids[0] // 10 % 2:
+            self.emit_columns([[sentence(i) for i in ids]], tup_ids=tup_ids)
         else:
-            self.emit_many(values)
+            self.emit_many(values, tup_ids=tup_ids)
 
     def ack(self, tup_id):
         self.pending.pop(tup_id, None)
@@ -46,8 +51,15 @@ class TenAtATime(Spout):
 class SplitBatch(Bolt):
     outputs = ["word"]
 
+    def initialize(self, config, context):
+        self.calls = 0
+
     def process_batch(self, batch):
-        self.emit_many([[word] for (s,) in batch.values for word in s.split()])
+        self.calls += 1
+        if self.calls % 2:
+            self.emit_columns([" ".join(batch.columns[0]).split()])
+        else:
+            self.emit_many([[word] for (s,) in batch.values for word in s.split()])
 
 
 class CountBatch(Bolt):
@@ -55,8 +67,14 @@ class CountBatch(Bolt):
         self.counts = Counter()
         self.path = os.path.join(config["e2e.out.dir"], f"count-{context.get_task_id()}.json")
 
+        self.calls = 0
+
     def process_batch(self, batch):
-        self.counts.update(word for (word,) in batch.values)
+        self.calls += 1
+        if self.calls % 2:
+            self.counts.update(batch.columns[0])
+        else:
+            self.counts.update(word for (word,) in batch.values)
 
     def process_tick(self, tup):
         with open(self.path + ".tmp", "w") as f:
@@ -64,9 +82,14 @@ class CountBatch(Bolt):
         os.replace(self.path + ".tmp", self.path)
 
 
-builder = TopologyBuilder("wc_batch")
-s = builder.add_spout("sentences", TenAtATime)
-sp = builder.add_bolt("split", SplitBatch, inputs={s: Grouping.SHUFFLE})
-builder.add_bolt("count", CountBatch, inputs={sp: Grouping.fields("word")})
-builder.set_config({"topology.workers": 1, "topology.tick.tuple.freq.secs": 0.3, "e2e.sentences": 2000})
-topology = builder.build()
+def build(split: int, count: int):
+    """The word count with ``split`` split and ``count`` count tasks."""
+    builder = TopologyBuilder("wc_batch")
+    s = builder.add_spout("sentences", TenAtATime)
+    sp = builder.add_bolt("split", SplitBatch, par=split, inputs={s: Grouping.SHUFFLE})
+    builder.add_bolt("count", CountBatch, par=count, inputs={sp: Grouping.fields("word")})
+    builder.set_config({"topology.workers": 1, "topology.tick.tuple.freq.secs": 0.3, "e2e.sentences": 2000})
+    return builder.build()
+
+
+topology = build(1, 1)
