@@ -150,7 +150,7 @@ def control_figures(containers: int, zk_hosts: str, figures: Dict[str, float],
         figures["  leader cpu during it, s"] = _cpu(leader) - cpu0
         plan_frame = fleet.call(lambda: len(_frame_of(fleet, packing.id)))
         figures["physical plan frame, KB"] = plan_frame / 1024
-        figures["  sent to all stmgrs, MB"] = plan_frame * containers / 2 ** 20
+        figures["  sent to all stmgrs (whole), MB"] = plan_frame * containers / 2 ** 20
 
         # steady state: heartbeats and metrics at default intervals
         window = 2 * max(float(config["squall.heartbeat.interval.secs"]),
@@ -167,13 +167,21 @@ def control_figures(containers: int, zk_hosts: str, figures: Dict[str, float],
         # a plan update: one more instance of "count" per container, as `squall update` writes it
         before = fleet.call(fleet.plan_counts)
         planned = manager.plan(state, name, TopologyUpdate(parallelism={"count": 11 * containers}), base_config())
-        cpu0, started = _cpu(leader), time.monotonic()
+        cpu0, started, sent0 = _cpu(leader), time.monotonic(), fleet.call(lambda: fleet.control_bytes)
         state.put(Kind.TOPOLOGY, name, planned.topology)
         state.put(Kind.PACKING_PLAN, name, planned.proposed)
         wait_until(lambda: fleet.call(lambda: fleet.all_have_plan(planned.proposed.id, before)), timeout,
                    "the updated plan everywhere")
         figures["update -> new plan at every stmgr, s"] = time.monotonic() - started
         figures["  leader cpu during it, s"] = _cpu(leader) - cpu0
+        figures["  plan bytes to all stmgrs, MB"] = (fleet.call(lambda: fleet.control_bytes) - sent0) / 2 ** 20
+
+        # one task restarted (a new pid): the plan's change at every stream manager
+        sent0, started = fleet.call(lambda: fleet.control_bytes), time.monotonic()
+        task, pid = fleet.call(lambda: fleet.restart_task(1))
+        wait_until(lambda: fleet.call(lambda: fleet.all_hold(task, pid)), timeout, "the restarted task's plan")
+        figures["a task restarted -> plan at every stmgr, s"] = time.monotonic() - started
+        figures["  plan bytes to all stmgrs, MB"] = (fleet.call(lambda: fleet.control_bytes) - sent0) / 2 ** 20
 
         # failover: the leader dies, the standby takes over, every stream manager registers again
         before = fleet.call(fleet.plan_counts)
@@ -281,7 +289,7 @@ def _cpu(process: object) -> float:
 def _frame_of(fleet: object, packing_id: str) -> bytes:
     from squall.runtime.protocol import control_frame
 
-    return control_frame(physical_plan=fleet.decoded[fleet.plan_frames[packing_id]].physical_plan)
+    return control_frame(physical_plan=fleet.plans[packing_id])
 
 
 # output -------------------------------------------------------------------------------------------------

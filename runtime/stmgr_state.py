@@ -73,6 +73,7 @@ from typing import Callable, NamedTuple, Optional, Union
 
 from squall.idl import schema
 from squall.metrics_schema import STMGR_COMPONENT
+from squall.runtime.plan_delta import StalePlan, apply_delta
 from squall.runtime.protocol import (ACK, CONTROL, DATA, DEST_COUNT, HEADER_SIZE, MARKER, ProtocolError,
                                      control_frame, decode_control)
 from squall.runtime.queue_bound import QueueBound
@@ -311,6 +312,7 @@ class StreamManagerState:
         self.tmaster: Optional[TMasterLink] = None  # connected
         self.pplan: Optional[schema.PhysicalPlan] = None
         self.pplan_frame: Optional[bytes] = None
+        self.plan_stale = False  # a delta did not apply to ``pplan``: the whole plan is asked for again
 
         self.blocked: set = set()  # identities whose write buffer went over high and not yet under low
         self.full_queues: set = set()  # local tasks whose queue is over its bound
@@ -398,6 +400,8 @@ class StreamManagerState:
                     return self._close(who, str(e), out, now)
                 if msg.physical_plan is not None:
                     self._set_plan(msg.physical_plan, f, out, now)
+                elif msg.plan_delta is not None:
+                    self._apply_delta(msg.plan_delta, out, now)
                 elif msg.checkpoint is not None:
                     self._checkpoint(msg.checkpoint, f, out, now)
                 elif msg.register_response is not None and not msg.register_response.ok:
@@ -625,9 +629,25 @@ class StreamManagerState:
             self._update_congestion(out, now)
 
     # plan and retiring -----------------------------------------------------------------
+    def _apply_delta(self, delta: schema.PhysicalPlanDelta, out: list, now: float) -> None:
+        """A plan sent as what changed (``runtime/plan_delta.py``): the whole plan rebuilt, and its frame made
+        for the local instances, which take whole plans; one for a version this stream manager does not
+        hold is dropped and the whole plan asked for (a registration saying it holds none)."""
+        try:
+            pplan = apply_delta(self.pplan, delta) if self.pplan is not None else None
+        except StalePlan as e:
+            pplan = None
+            log.warning("%s: asking for the whole plan", e)
+        if pplan is None:
+            self.plan_stale = True
+            self._schedule_register(out)
+            return
+        self._set_plan(pplan, control_frame(physical_plan=pplan), out, now)
+
     def _set_plan(self, pplan: schema.PhysicalPlan, raw_frame: bytes, out: list, now: float) -> None:
         self.pplan = pplan
         self.pplan_frame = raw_frame
+        self.plan_stale = False
         new = {i.id.task_id: i.container for i in pplan.instances}
         for task, cid in self.task_container.items():
             if task not in new:
@@ -783,7 +803,8 @@ class StreamManagerState:
             for task, who in sorted(self.local.items())
         ]
         loc = schema.StMgrLocation(container=self.container, host=self.host, data_port=self.data_port, pid=self.pid)
-        return schema.RegisterStMgr(stmgr=loc, instances=instances)
+        held = None if self.pplan is None or self.plan_stale else self.pplan.version
+        return schema.RegisterStMgr(stmgr=loc, instances=instances, plan_version=held)
 
     def registration_frame(self) -> bytes:
         return control_frame(register_stmgr=self.registration())

@@ -15,6 +15,7 @@ import asyncio
 import json
 import logging
 import os
+import random
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
@@ -25,6 +26,7 @@ from squall.runtime.checkpoints import Broadcast, CheckpointCoordinator, Collect
 from squall.runtime.lifecycle import Lifecycle, serve_role
 from squall.runtime.metrics_sender import MetricsSender
 from squall.runtime.metrics_store import MetricsStore
+from squall.runtime.plan_delta import plan_delta, same_plan, versioned
 from squall.runtime.protocol import (Connection, HandshakeGate, ProtocolError, control_frame, decode_control,
                                      listen_socket)
 from squall.state import Election, Kind, Session, StateError
@@ -133,6 +135,12 @@ class PlanBuilder:
                                    instances=instances, max_spout_pending=self.max_spout_pending)
 
 
+def first_version() -> int:
+    """The version of a term's first plan: random, so that a plan numbered by another leader is never taken
+    for this one's (a stream manager registers with the version it holds)."""
+    return random.getrandbits(62)
+
+
 class TMaster:
     """The asyncio shell around PlanBuilder and MetricsStore, and the topology's leadership.
 
@@ -162,6 +170,7 @@ class TMaster:
         self.last_seen: dict = {}  # Connection -> monotonic time
         self.published: Optional[schema.PhysicalPlan] = None
         self.published_frame = b""  # the CONTROL frame of ``published``
+        self.plan_sent: dict = {}  # Connection -> the version of the last plan written to it
         self.lifecycle = Lifecycle("topology master")
         self.resigned = asyncio.Event()  # this term of leadership is over
         self.election: Optional[Election] = None
@@ -199,6 +208,7 @@ class TMaster:
     def lost(self, conn: Connection) -> None:
         self.conns.discard(conn)
         self.last_seen.pop(conn, None)
+        self.plan_sent.pop(conn, None)
         who = conn.peer
         # a stream manager's older connection, replaced by a newer one, is no longer in self.stmgrs
         if self.leading() and isinstance(who, StMgrPeer) and self.stmgrs.get(who.container) is conn:
@@ -242,22 +252,23 @@ class TMaster:
             conn.close()
             return
         old = self.stmgrs.get(cid)
-        new = old is not conn  # a connection that has had no plan yet
-        if old is not None and new:
+        if old is not None and old is not conn:
             old.close()
         self.stmgrs[cid] = conn
+        self.plan_sent[conn] = reg.plan_version  # what it holds: a new connection none, a stale one none
         log.info("container %d registered with tasks %s", cid, [i.id.task_id for i in reg.instances])
         under_way = self.checkpoints.restoring() if self.checkpoints is not None else None
-        self.publish(registered=conn if new else None)
+        self.publish(registered=conn)
         if under_way is not None and self.checkpoints.restoring() == under_way:
             conn.write(control_frame(checkpoint=under_way))  # a restore it may have missed, after the plan
 
     # plan ------------------------------------------------------------------------------
     def publish(self, force: bool = False, registered: Optional[Connection] = None) -> None:
-        """Send the plan to every stream manager when it changed; an unchanged plan to ``registered`` alone,
-        a new connection (a stream manager dropped while the plan was on its way, say for heartbeats its
-        leader was too busy to read, registers again with the same instances: it must not keep routing on
-        the plan before)."""
+        """Send the plan to every stream manager when it changed; an unchanged plan to ``registered`` alone
+        unless it holds it (a stream manager dropped while the plan was on its way, say for heartbeats its
+        leader was too busy to read, registers again with the same instances on a new connection: it must
+        not keep routing on the plan before). A connection that holds the last plan gets the change as a
+        delta (``runtime/plan_delta.py``), any other the whole plan."""
         if not self.election.holds():  # suspended: published once leadership is confirmed again
             self.unpublished = True
             return
@@ -266,16 +277,24 @@ class TMaster:
         if pplan is None:
             log.info("waiting for %s", self.builder.waiting())
             return
-        if pplan == self.published and not force:
-            if registered is not None:
+        before = self.published
+        if before is not None and same_plan(pplan, before) and not force:
+            if registered is not None and self.plan_sent.get(registered) != before.version:
                 registered.write(self.published_frame)
+                self.plan_sent[registered] = before.version
             return
+        pplan = versioned(pplan, before.version + 1 if before is not None else first_version())
         frame = self.published_frame = control_frame(physical_plan=pplan)
+        delta = control_frame(plan_delta=plan_delta(before, pplan)) if before is not None else None
+        if delta is not None and len(delta) >= len(frame):
+            delta = None  # a change of most of the plan: the whole is smaller
         for conn in self.stmgrs.values():
-            conn.write(frame)
+            known = delta is not None and self.plan_sent.get(conn) == before.version
+            conn.write(delta if known else frame)
+            self.plan_sent[conn] = pplan.version
         self._writes.put_nowait((Kind.PHYSICAL_PLAN, pplan, ()))
         self.published = pplan
-        log.info("physical plan published: %d instances, status %s", len(pplan.instances),
+        log.info("physical plan %d published: %d instances, status %s", pplan.version, len(pplan.instances),
                  schema.TopologyStatus._VALUES_TO_NAMES.get(pplan.status))
         if self.checkpoints is not None:
             self.carry_out(self.checkpoints.on_plan(pplan, time.monotonic()))
@@ -371,6 +390,7 @@ class TMaster:
         self.resigned.clear()
         self.metrics = MetricsStore()
         self.published = None
+        self.plan_sent.clear()
         self.stmgrs.clear()
         self._writes = asyncio.Queue()
         cancels: list = []

@@ -222,6 +222,23 @@ struct PhysicalPlan {
   6: required list<InstanceLocation> instances,
   // the execution state's max_spout_pending: every reliable spout task caps its trees at it (unset: its config's)
   7: optional i32 max_spout_pending,
+  // the leader's count of the plans it published (a delta names the one it applies to)
+  8: optional i64 version,
+}
+
+// tmaster -> a stream manager that has the plan `base_version`: the plan `version` as what changed
+// (stream managers and instances added or changed, the containers and tasks gone; the rest whole).
+struct PhysicalPlanDelta {
+  1: required i64 base_version,
+  2: required i64 version,
+  3: required string packing_plan_id,
+  4: required TopologyStatus status,
+  5: required TMasterLocation tmaster,
+  6: required list<StMgrLocation> stmgrs,
+  7: required list<i32> stmgrs_removed,
+  8: required list<InstanceLocation> instances,
+  9: required list<i32> instances_removed,
+  10: optional i32 max_spout_pending,
 }
 
 // ------------------------------------------------------ runtime control plane
@@ -260,6 +277,8 @@ struct Hello {
 struct RegisterStMgr {
   1: required StMgrLocation stmgr,
   2: required list<InstanceLocation> instances,
+  // the version of the physical plan it holds (unset: none, or one a delta could not be applied to)
+  3: optional i64 plan_version,
 }
 
 struct RegisterResponse {
@@ -478,6 +497,8 @@ struct Control {
   // instance -> its stmgr: tuples of DATA frames it has processed since the last report
   9: optional i64 consumed,
   10: optional CheckpointMessage checkpoint,
+  // tmaster -> stmgr: a new plan as a delta of the last one it sent on this connection
+  11: optional PhysicalPlanDelta plan_delta,
 }
 
 // One version of a file shipped to every task (squall submit|update --files; docs/debugging.md).

@@ -29,6 +29,7 @@ from typing import Callable, Optional, TypeVar
 
 from squall.idl import schema
 from squall.processargs import ProcessArgs
+from squall.runtime.plan_delta import StalePlan, apply_delta
 from squall.runtime.protocol import DEFAULT_MAX_FRAME, HANDSHAKE_MAX_PENDING, Connection, control_frame, decode_control
 from squall.runtime.stmgr_state import RETRY_SECS
 from squall.state import Kind, StateAddress, StateManager
@@ -88,7 +89,10 @@ class SimulatedContainer:
     registrations: int = 0  # registrations sent (on each new connection and each change of its tasks)
     connections: int = 0  # stream-manager connections that completed the handshake
     plans: list = field(default_factory=list)  # packing-plan id of every physical plan received, in order
-    plan_digests: set = field(default_factory=set)  # digests of the physical-plan frames received
+    plan_digests: set = field(default_factory=set)  # digests of the physical-plan frames received (whole or delta)
+    plan: Optional[schema.PhysicalPlan] = None  # the plan it holds (a delta applied to the one before)
+    plan_key: bytes = b""  # what its plan was made of: the digests of the frames, chained
+    deltas: int = 0  # plans received as a delta
     refusals: list = field(default_factory=list)  # errors of refused registrations
     next_heartbeat: float = 0.0
     next_metrics: float = 0.0
@@ -96,7 +100,8 @@ class SimulatedContainer:
     def registration(self) -> schema.RegisterStMgr:
         loc = schema.StMgrLocation(container=self.container, host="127.0.0.1", data_port=0,
                                    pid=FAKE_PID - self.container)
-        return schema.RegisterStMgr(stmgr=loc, instances=self.instances)
+        return schema.RegisterStMgr(stmgr=loc, instances=self.instances,
+                                    plan_version=self.plan.version if self.plan is not None else None)
 
 
 def instance_locations(container: schema.ContainerPlan) -> list:
@@ -156,7 +161,8 @@ class ControlPlaneFleet:
         self.containers: dict[int, SimulatedContainer] = {}
         self.tmaster: Optional[schema.TMasterLocation] = None
         self.decoded: dict[bytes, schema.Control] = {}  # digest -> message: each distinct frame decoded once
-        self.plan_frames: dict[str, bytes] = {}  # packing-plan id -> digest of the last physical plan of it
+        self.plans: dict[str, schema.PhysicalPlan] = {}  # packing-plan id -> the last physical plan of it held
+        self.rebuilt: dict[bytes, schema.PhysicalPlan] = {}  # chained plan key -> the plan a delta made: once
         self.control_bytes = 0  # bytes of control frames received from the topology masters
         self.loop = asyncio.new_event_loop()
         self.handshakes = asyncio.Semaphore(HANDSHAKE_MAX_PENDING // 2)
@@ -326,12 +332,34 @@ class ControlPlaneFleet:
         msg = self.decoded.get(digest)
         if msg is None:
             msg = self.decoded[digest] = decode_control(frame)
-        if msg.physical_plan is not None:
-            sim.plans.append(msg.physical_plan.packing_plan_id)
-            sim.plan_digests.add(digest)
-            self.plan_frames[msg.physical_plan.packing_plan_id] = digest
+        if msg.physical_plan is not None or msg.plan_delta is not None:
+            self.hold(sim, msg, digest)
         elif msg.register_response is not None and not msg.register_response.ok:
             sim.refusals.append(msg.register_response.error)
+
+    def hold(self, sim: SimulatedContainer, msg: schema.Control, digest: bytes) -> None:
+        """A physical plan, whole or a delta of the one ``sim`` holds (rebuilt once for every container
+        holding the same); a delta it cannot apply: registered again, holding none, as a stream manager."""
+        if msg.physical_plan is not None:
+            plan, key = msg.physical_plan, digest
+        else:
+            key = hashlib.blake2b(sim.plan_key + digest, digest_size=16).digest()
+            plan = self.rebuilt.get(key)
+            if plan is None:
+                try:
+                    plan = apply_delta(sim.plan, msg.plan_delta) if sim.plan is not None else None
+                except StalePlan:
+                    plan = None
+                if plan is None:
+                    sim.plan, sim.plan_key = None, b""
+                    self.register(sim)
+                    return
+                self.rebuilt[key] = plan
+            sim.deltas += 1
+        sim.plan, sim.plan_key = plan, key
+        sim.plans.append(plan.packing_plan_id)
+        sim.plan_digests.add(digest)
+        self.plans[plan.packing_plan_id] = plan
 
     # heartbeats and metrics ------------------------------------------------------------------------
     async def _tick(self) -> None:
@@ -369,6 +397,22 @@ class ControlPlaneFleet:
         """Every container received a physical plan of ``packing_id`` (after the ``since[cid]``-th plan)."""
         return bool(self.containers) and all(
             packing_id in sim.plans[(since or {}).get(cid, 0):] for cid, sim in self.containers.items())
+
+    def restart_task(self, container: int) -> tuple[int, int]:
+        """Container ``container``'s first task comes back with a new pid and its stream manager registers
+        again (a task restarted); ``(task id, new pid)``."""
+        sim = self.containers[container]
+        old = sim.instances[0]
+        new = schema.InstanceLocation(id=old.id, container=old.container, pid=old.pid + FAKE_PID)
+        sim.instances = [new] + sim.instances[1:]
+        self.register(sim)
+        return new.id.task_id, new.pid
+
+    def all_hold(self, task: int, pid: int) -> bool:
+        """Every container holds a plan placing ``task`` with ``pid``."""
+        return bool(self.containers) and all(
+            sim.plan is not None and any(i.id.task_id == task and i.pid == pid for i in sim.plan.instances)
+            for sim in self.containers.values())
 
     def plan_counts(self) -> dict:
         return {cid: len(sim.plans) for cid, sim in self.containers.items()}
