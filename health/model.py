@@ -27,6 +27,7 @@ class TaskObservation:
     execute_latency_ms: Optional[float]
     cpu_percent: Optional[float]  # % of one core
     rss_mb: Optional[float]
+    pending: Optional[int] = None  # a reliable spout task's trees open at the end of its last bucket
 
 
 @dataclass(frozen=True)

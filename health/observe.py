@@ -79,6 +79,7 @@ def _task(task_id: int, container: int, m: Mapping[str, object]) -> TaskObservat
         execute_latency_ms=_optional(m.get("execute_latency_ms")),
         cpu_percent=_optional(m.get("cpu_percent")),
         rss_mb=_optional(m.get("rss_mb")),
+        pending=None if m.get("pending") is None else int(m["pending"]),  # type: ignore[call-overload]
     )
 
 

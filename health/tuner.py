@@ -9,8 +9,9 @@ Without a target: double pending while each doubling raised throughput by ``CLIM
 step back to the last value once it did not, and hold there for the blacklist time. It climbs only while
 every bolt's busiest task is below the target utilization: when one is near its capacity (a bolt short of
 tasks, or draining a backlog after a scale-up), more tuples in flight only queue in front of it; and only
-while pending binds: a spout task's rate times its p99 complete latency (Little's law: the trees it holds
-in flight, at most) reaches ``BINDS`` of pending. A paced spout that emits all it is given never waits
+while pending binds: a spout task's open trees (the ``__pending`` it reports each bucket) reach ``BOUND`` of
+pending, or, where none is reported, its rate times its p99 complete latency (Little's law: the trees it
+holds in flight, at most) reaches ``BINDS`` of pending. A paced spout that emits all it is given never waits
 for pending, and a throughput that rises then is the load's doing, not pending's. And only in a steady
 state: the spouts' rate over the last ``STEADY_OBSERVATIONS`` within ``STEADY_BAND`` of their median. A
 spout catching up on the backlog it kept while held back (after a scale-up, a restart) emits more
@@ -33,6 +34,7 @@ STEP = 2.0  # pending changes by at most this factor in one step
 CLIMB_GAIN = 0.05  # a doubling that raised throughput by less than this is the top of the hill
 TUNED = ("pending", "pending_revert")
 BINDS = 0.5  # trees in flight per spout task, as a share of pending, from which pending may be what holds it
+BOUND = 0.9  # trees a spout task holds open, as a share of pending, from which pending holds it (measured)
 STEADY_OBSERVATIONS = 3  # the climber probes only when the spouts' rate was flat over this many observations
 STEADY_BAND = 0.1  # flat: each within this share of their median
 
@@ -109,7 +111,12 @@ def _climb(obs: Observation, settings: HealthSettings, history: Sequence[Decisio
 
 
 def _binds(obs: Observation, pending: int) -> bool:
-    """A spout task may hold ``BINDS`` of ``pending`` trees in flight (rate × p99 complete latency)."""
+    """A spout task holds ``BOUND`` of ``pending`` trees open (its measured count), or, where none is
+    reported, may hold ``BINDS`` of them (rate × p99 complete latency)."""
+    measured = [t.pending for c in obs.components.values() if c.kind == "spout" for t in c.tasks.values()
+                if t.pending is not None]
+    if measured:
+        return max(measured) >= BOUND * pending
     for c in obs.components.values():
         if c.kind == "spout" and c.tasks and c.complete_latency_p99_ms:
             per_task = dx.input_rate(c) / len(c.tasks)

@@ -26,7 +26,7 @@ FIELDS = ("emitted", "executed", "acked", "failed", "emit_rate", "execute_rate",
           "execute_latency_ms", "process_latency_ms", "window_secs", "execute_latency_p50_ms",
           "execute_latency_p99_ms", "process_latency_p50_ms", "process_latency_p99_ms", "complete_latency_ms",
           "complete_latency_p50_ms", "complete_latency_p99_ms", "capacity", "queue_depth", "queue_depth_max",
-          "backpressure_ms", "cpu_percent", "rss_mb", "error_count")
+          "backpressure_ms", "cpu_percent", "rss_mb", "error_count", "pending")
 SOURCE_FIELDS = ("component", "task_id", "partition", "lag", "records_per_sec", "bytes_per_sec", "ts")
 POINT_FIELDS = ("ts", "secs", "emitted", "executed", "acked", "failed", "execute_latency_ms",
                 "process_latency_ms", "complete_latency_ms", "backpressure_ms")

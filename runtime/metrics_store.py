@@ -32,7 +32,7 @@ import math
 from typing import Any, Collection, Iterable, Optional
 
 from squall.idl import schema
-from squall.metrics_schema import ERROR_COUNT, ERRORS, SOURCE_PARTITIONS, carries
+from squall.metrics_schema import ERROR_COUNT, ERRORS, PENDING, SOURCE_PARTITIONS, carries
 
 FINE_SECS = 600.0  # buckets kept as they came
 COARSE_SECS = 3600.0  # minutes kept
@@ -105,6 +105,7 @@ class TaskMetrics:
         self.errors: collections.deque = collections.deque(maxlen=ERRORS_KEPT)
         self.error_count = 0
         self.sources: list = []  # SourcePartition of its last report (a source spout)
+        self.pending: Optional[int] = None  # trees open at the end of its last bucket (a reliable spout)
 
     def add(self, row: Any) -> None:
         s = Sample(row)
@@ -125,6 +126,11 @@ class TaskMetrics:
             self._errors(row.user)
         if carries(row.user, SOURCE_PARTITIONS):
             self._sources(row)
+        if carries(row.user, PENDING):
+            try:
+                self.pending = int(json.loads(row.user)[PENDING])
+            except (ValueError, TypeError, KeyError):
+                pass  # a malformed user field: the row's counts still stand
 
     def _errors(self, user_json: str) -> None:
         try:
@@ -313,6 +319,7 @@ class MetricsStore:
             # a task without a row of its own adds to its component, with no percentiles of its own to sort
             tasks.append(_summary(t.component, t.task_id, merged, pairs if row else None, rates_of, t.errors,
                                   t.error_count))
+            tasks[-1].pending = t.pending
             by_component.setdefault(t.component, []).append((t, merged, pairs, tasks[-1]))
         components = [self._component(name, parts) for name, parts in sorted(by_component.items())]
         if shown is not None:
@@ -351,4 +358,6 @@ class MetricsStore:
         out.rss_mb = sum(x.rss_mb or 0.0 for x in summaries)
         out.capacity = max((x.capacity for x in summaries if x.capacity is not None), default=None)
         out.backpressure_ms = max((x.backpressure_ms or 0.0) for x in summaries)
+        open_trees = [x.pending for x in summaries if x.pending is not None]
+        out.pending = sum(open_trees) if open_trees else None
         return out

@@ -380,6 +380,8 @@ struct MetricsSummary {
   // the last errors raised in user code (newest last), and how many were raised since start
   27: optional list<UserErrorReport> errors,
   28: optional i64 error_count,
+  // a reliable spout task's trees open at the end of its last bucket (a component: summed)
+  29: optional i64 pending,
 }
 
 // One step of a component's time series: what its tasks reported in [ts, ts + secs).

@@ -14,11 +14,11 @@ WINDOW = 10.0
 
 def task(task_id: int, rate: float, busy: float, container: int = 1, queue: int = 0, backpressure_ms: float = 0.0,
          service_ms: Optional[float] = None, cpu_percent: Optional[float] = None, rss_mb: Optional[float] = 40.0,
-         spout: bool = False) -> TaskObservation:
+         spout: bool = False, open_trees: Optional[int] = None) -> TaskObservation:
     return TaskObservation(task_id=task_id, container=container, execute_rate=0.0 if spout else rate,
                            emit_rate=rate, busy=busy, queue_depth=queue, queue_depth_max=queue,
                            backpressure_ms=backpressure_ms, execute_latency_ms=service_ms, cpu_percent=cpu_percent,
-                           rss_mb=rss_mb)
+                           rss_mb=rss_mb, pending=open_trees)
 
 
 def component(name: str, tasks: Sequence[TaskObservation], kind: str = "bolt", cpu: float = 0.5,

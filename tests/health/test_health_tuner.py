@@ -103,19 +103,21 @@ def test_pending_stops_climbing_once_the_bolt_is_the_limit() -> None:
     assert steps == [(4, "effective"), (8, "effective"), (16, "effective"), (32, "effective")]
 
 
-@pytest.mark.parametrize("busy, p99_ms, rates, climbs", [
-    (0.3, 400.0, (400, 400, 400), True),  # 400/s × 0.4 s = 160 trees in flight of 100 allowed: pending binds
-    (0.8, 400.0, (400, 400, 400), False),  # the bolt at 80 % busy (target 70 %) is the limit: more would queue
-    (0.3, 20.0, (400, 400, 400), False),  # 400/s × 0.02 s = 8 trees in flight of 100: pending holds nothing back
-    (0.3, 400.0, (520, 460, 400), False),  # catching up on a backlog, not steady: a probe would be credited with it
+@pytest.mark.parametrize("busy, p99_ms, rates, open_trees, climbs", [
+    (0.3, 400.0, (400, 400, 400), None, True),  # 400/s × 0.4 s = 160 trees in flight of 100 allowed: it binds
+    (0.8, 400.0, (400, 400, 400), None, False),  # the bolt at 80 % busy (target 70 %) is the limit: more would queue
+    (0.3, 20.0, (400, 400, 400), None, False),  # 400/s × 0.02 s = 8 trees in flight of 100: it holds nothing back
+    (0.3, 400.0, (520, 460, 400), None, False),  # catching up on a backlog, not steady: a probe would be credited
+    (0.3, 400.0, (400, 400, 400), 40, False),  # measured: 40 trees open of 100 (a paced spout), whatever p99 says
+    (0.3, 20.0, (400, 400, 400), 95, True),  # measured: 95 open of 100, pending holds the spout
 ])
 def test_pending_climbs_only_while_it_binds_no_bolt_is_near_its_capacity_and_the_rate_is_steady(
-        busy, p99_ms, rates, climbs) -> None:
+        busy, p99_ms, rates, open_trees, climbs) -> None:
     policy = HealthPolicy(settings(max_parallelism={"bolt": 1}))
     decided = []
     for t, rate in enumerate(rates):
-        spout = component("spout", [task(1, rate, 0.05, spout=True, rss_mb=None)], kind="spout",
-                          complete_latency_p99_ms=p99_ms)
+        spout = component("spout", [task(1, rate, 0.05, spout=True, rss_mb=None, open_trees=open_trees)],
+                          kind="spout", complete_latency_p99_ms=p99_ms)
         bolt = component("bolt", [task(10, rate, busy, service_ms=2.0, rss_mb=None)])
         decided = policy.decide(observation(10.0 * t, [spout, bolt], reliability="ATLEAST_ONCE", pending=100))
         if t < len(rates) - 1:

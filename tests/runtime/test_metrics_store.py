@@ -154,3 +154,14 @@ def test_asked_for_some_tasks_the_answer_has_their_rows_and_those_with_errors_an
     assert [t.task_id for t in some.tasks] == [3, 4, 77]
     assert [t.task_id for t in store.response(task_ids=[]).tasks] == [77]
     assert some.components == whole.components and some.components[0].executed == 1000
+
+
+def test_a_reliable_spouts_open_trees_are_its_last_report_and_a_component_sums_them():
+    store = MetricsStore()
+    for k, (first, second) in enumerate([(10, 7), (95, 40)]):  # each spout task's __pending, bucket by bucket
+        store.add(row(1000.0 + 5 * k, task=1, component="spout", user=json.dumps({"__pending": first})))
+        store.add(row(1000.0 + 5 * k, task=2, component="spout", user=json.dumps({"__pending": second})))
+    store.add(row(1005.0, task=3, component="split"))
+    answer = store.response(window_secs=60)
+    assert {t.task_id: t.pending for t in answer.tasks} == {1: 95, 2: 40, 3: None}
+    assert {c.component: c.pending for c in answer.components} == {"spout": 135, "split": None}
