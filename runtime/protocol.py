@@ -44,7 +44,8 @@ ROUTED = (DATA, ACK, MARKER)  # frames a stream manager forwards by their destin
 # 4: at least once, a run carries spans of [start, roots, value] (one root: a bare int), no per-tuple id.
 # 5: a DATA batch carries its sender's epoch; MARKER frames (a checkpoint's, in line with the data).
 # 6: a run may be columnar, [stream, [field values, ...], spans, count] (emit_columns).
-PROTOCOL_VERSION = 6
+# 7: a physical plan may come as a delta of the last one (Control.plan_delta); registrations name the plan held.
+PROTOCOL_VERSION = 7
 
 HEADER = struct.Struct(">IB")  # length of (type + body), type
 DEST = struct.Struct(">I")
