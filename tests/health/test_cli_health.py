@@ -145,7 +145,7 @@ def test_a_hot_key_is_skew_not_a_scale_up_and_its_keys_are_sampled(squall_cluste
     def sampled_skew(h):
         return next((d for d in h["history"] if d["diagnosis"] == "skew" and d["evidence"].get("hot_keys")), None)
 
-    skew = wait_until(lambda: sampled_skew(health(capsys, "skewed")), timeout=60,
+    skew = wait_until(lambda: sampled_skew(health(capsys, "skewed")), timeout=120,
                       what="a skew report naming the sampled hot keys")
     hot = skew["evidence"]["hot_keys"][0]
     assert hot["key"] == "hot" and hot["share"] >= 0.8 and hot["task"] == skew["evidence"]["hot_task"]
