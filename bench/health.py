@@ -67,6 +67,25 @@ def emitted_and_acked(out_dir: str) -> tuple[int, set]:
     return emitted, acked
 
 
+def drained(out_dir: str) -> tuple[int, set]:
+    """Stop the spout and wait (5 minutes at most) until every id it emitted is acked: ``emitted_and_acked``."""
+    set_rate(out_dir, 0)
+    try:
+        wait_until(lambda: (lambda e, a: e > 0 and len(a) >= e)(*emitted_and_acked(out_dir)), timeout=300,
+                   what="every emitted id acked")
+    except AssertionError as e:
+        print(e)
+    return emitted_and_acked(out_dir)
+
+
+def decisions(state: StateManager) -> tuple[list, list]:
+    """``(actions taken, with what became of each; recommendations)``, oldest first."""
+    history = list(reversed(health_view(state, NAME)["history"]))
+    return ([f"{d['status']}: {d['summary']}" + (f" [{d['reason']}]" if d.get("reason") else "")
+             for d in history if d["status"] not in ("recommended", "blocked")],
+            [d["summary"] for d in history if d["status"] == "recommended"])
+
+
 def set_rate(out_dir: str, rate: float) -> None:
     with open(os.path.join(out_dir, "rate.tmp"), "w") as f:
         f.write(str(rate))
@@ -115,19 +134,10 @@ def run(mode: str, args: argparse.Namespace) -> dict:
         set_rate(out_dir, args.low)
         time.sleep(low2)
         out["after"] = resources(state, rates(state, args.window))
-        set_rate(out_dir, 0)
-        try:
-            wait_until(lambda: (lambda e, a: e > 0 and len(a) >= e)(*emitted_and_acked(out_dir)), timeout=300,
-                       what="every emitted id acked")
-        except AssertionError as e:
-            print(e)
-        emitted, acked = emitted_and_acked(out_dir)
+        emitted, acked = drained(out_dir)
         out["emitted"], out["acked"] = emitted, len(acked)
         out["every_id_acked"] = acked == set(range(emitted))
-        shown = health_view(state, NAME)
-        out["actions"] = [f"{d['status']}: {d['summary']}" + (f" [{d['reason']}]" if d.get("reason") else "")
-                          for d in reversed(shown["history"]) if d["status"] not in ("recommended", "blocked")]
-        out["recommended"] = [d["summary"] for d in reversed(shown["history"]) if d["status"] == "recommended"]
+        out["actions"], out["recommended"] = decisions(state)
         cluster.kill(NAME)
     return out
 

@@ -19,14 +19,12 @@ import os
 import statistics
 import time
 
-from health import TOPOLOGY, emitted_and_acked, rates, set_rate
+from health import NAME, TOPOLOGY, decisions, drained, rates
 
 from squall.cli import main as squall
-from squall.health.view import health_view
 from squall.state import Kind
-from squall.testing import LocalCluster, wait_until
+from squall.testing import LocalCluster
 
-NAME = "paced"
 WITHIN = 0.2
 
 
@@ -76,15 +74,8 @@ def main() -> None:
                 if p99 is not None and elapsed >= args.settle:
                     settled.append(float(p99))
             phases.append(settled)
-        set_rate(out_dir, 0)
-        try:
-            wait_until(lambda: (lambda e, a: e > 0 and len(a) >= e)(*emitted_and_acked(out_dir)), timeout=300,
-                       what="every emitted id acked")
-        except AssertionError as e:
-            print(e)
-        emitted, acked = emitted_and_acked(out_dir)
-        actions = [f"{d['status']}: {d['summary']}" for d in reversed(health_view(state, NAME)["history"])
-                   if d["status"] not in ("recommended", "blocked")]
+        emitted, acked = drained(out_dir)
+        actions = decisions(state)[0]
         cluster.kill(NAME)
     target = args.target_ms
     for i, settled in enumerate(phases):
