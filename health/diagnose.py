@@ -25,6 +25,7 @@ from squall.health.settings import HealthSettings
 from squall.packing import capacity
 
 SLOW_FACTOR = 3.0  # a task's service time this many times its peers' median: slow
+DEMAND_SPREAD = 0.25  # a demand steady through a scale-down's grace: its most within 1.25 times its least
 SKEW_FACTOR = 2.0  # a task's rate this many times its peers' median: hot
 QUEUE_HIGH = 32  # tuples waiting in a task's queue that count as high (and 4 times its peers' median)
 BACKPRESSURE_MIN = 0.05  # spouts throttled this share of the window, or more: backpressure
@@ -78,9 +79,11 @@ def _of_component(comp: ComponentObservation, obs: Observation, recent: Sequence
             **demand(comp, obs, recent, settings)}))
     elif (not chain_hot and below_band_since(comp.name, obs, recent, settings)
           and spout_backpressure(obs) < BACKPRESSURE_MIN and lag_growth(obs, recent) <= 0):
-        out.append(Diagnosis("over_provisioned", comp.name, {
-            "busy": round(busy(top), 3), "busiest_task": top.task_id, "low": round(settings.low, 3),
-            "grace_secs": settings.scale_down_grace_secs, **demand(comp, obs, recent, settings)}))
+        steady = steady_demand(comp.name, obs, recent, settings)
+        if steady is not None:
+            out.append(Diagnosis("over_provisioned", comp.name, {
+                "busy": round(busy(top), 3), "busiest_task": top.task_id, "low": round(settings.low, 3),
+                "grace_secs": settings.scale_down_grace_secs, **steady}))
     return out
 
 
@@ -184,6 +187,22 @@ def demand(comp: ComponentObservation, obs: Observation, recent: Sequence[Observ
                            f"{observed:.1f} + {share:.3g} × {growth:.1f})"
                            f" + {share:.3g} × {lag} / {settings.catch_up_secs:g} s = {needed:.1f}"),
     }
+
+
+def steady_demand(name: str, obs: Observation, recent: Sequence[Observation], settings: HealthSettings
+                  ) -> Optional[dict]:
+    """``demand`` at the observation of the last grace seconds where it was highest, when it was steady
+    through them (the most within ``1 + DEMAND_SPREAD`` times the least), else None: a load that fell
+    during the grace is sized once it has been low for a whole grace, in one step, not from a window that
+    straddles the fall and then again."""
+    start = obs.time - settings.scale_down_grace_secs
+    covering = [o for o in recent if o.time >= start and name in o.components] + [obs]
+    found = [demand(o.components[name], o, [r for r in recent if r.time < o.time], settings) for o in covering]
+    rates = [float(f["demand"]) for f in found]  # type: ignore[arg-type]
+    if max(rates) > (1.0 + DEMAND_SPREAD) * min(rates):
+        return None
+    return {**max(found, key=lambda f: float(f["demand"])),  # type: ignore[arg-type]
+            "demand_range": [round(min(rates), 1), round(max(rates), 1)]}
 
 
 def below_band_since(name: str, obs: Observation, recent: Sequence[Observation], settings: HealthSettings) -> bool:

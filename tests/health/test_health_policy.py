@@ -53,6 +53,21 @@ def test_step_500_3000_500_is_carried_then_given_back_in_few_actions(bursty: boo
     assert all(b[1] <= a[1] for a, b in zip(bolt, bolt[1:]) if b[0] >= FALL)
 
 
+def test_a_scale_down_waits_for_a_demand_steady_through_its_grace_then_takes_one_step() -> None:
+    """14 tasks (2 ms a tuple) carry 3,000/s at 43 % busy, below the band, from t = 20; the load falls at 80,
+    whose window still holds part of the 3,000 (1,995/s), then 500. No scale-down is sized from a grace that
+    saw the fall (at 80 it would have been ceil(1,995 × 1/0.7 / 500) = 6, then 2: two actions); once the
+    500 has lasted a grace, one step to 2."""
+    pipe = Pipeline(offered=3600.0, parallelism=14)
+    policy = HealthPolicy(settings())
+    trace = run(pipe, policy, range(0, 400, 10), lambda t: 3600.0 if t < 20 else 3000.0 if t < 80
+                else 1995.0 if t == 80 else 500.0)
+    downs = [d for d in policy.history if d.diagnosis == "over_provisioned" and d.component == "bolt"]
+    assert [(d.time, d.action.parallelism, d.evidence["demand"], d.evidence["demand_range"]) for d in downs] == [
+        (150.0, 2, 500.0, [500.0, 500.0])]
+    assert trace[-1][1] == 2
+
+
 def test_recommend_mode_changes_nothing_and_shows_each_recommendation_once() -> None:
     pipe = Pipeline(offered=500.0, parallelism=2)
     policy = HealthPolicy(settings())
