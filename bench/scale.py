@@ -174,14 +174,15 @@ def control_figures(containers: int, zk_hosts: str, figures: Dict[str, float],
                    "the updated plan everywhere")
         figures["update -> new plan at every stmgr, s"] = time.monotonic() - started
         figures["  leader cpu during it, s"] = _cpu(leader) - cpu0
-        figures["  plan bytes to all stmgrs, MB"] = (fleet.call(lambda: fleet.control_bytes) - sent0) / 2 ** 20
+        figures["  plan bytes to all stmgrs (deltas), MB"] = (fleet.call(lambda: fleet.control_bytes) - sent0) / 2 ** 20
 
         # one task restarted (a new pid): the plan's change at every stream manager
         sent0, started = fleet.call(lambda: fleet.control_bytes), time.monotonic()
         task, pid = fleet.call(lambda: fleet.restart_task(1))
         wait_until(lambda: fleet.call(lambda: fleet.all_hold(task, pid)), timeout, "the restarted task's plan")
         figures["a task restarted -> plan at every stmgr, s"] = time.monotonic() - started
-        figures["  plan bytes to all stmgrs, MB"] = (fleet.call(lambda: fleet.control_bytes) - sent0) / 2 ** 20
+        figures["  its plan bytes to all stmgrs (deltas), MB"] = (fleet.call(lambda: fleet.control_bytes)
+                                                               - sent0) / 2 ** 20
 
         # failover: the leader dies, the standby takes over, every stream manager registers again
         before = fleet.call(fleet.plan_counts)
