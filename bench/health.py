@@ -86,10 +86,26 @@ def decisions(state: StateManager) -> tuple[list, list]:
             [d["summary"] for d in history if d["status"] == "recommended"])
 
 
+def set_file(out_dir: str, name: str, value: float) -> None:
+    """Write ``value`` to the file ``name`` that health_paced.py's tasks watch in ``out_dir``, whole (a task
+    never reads half of it)."""
+    with open(os.path.join(out_dir, name + ".tmp"), "w") as f:
+        f.write(str(value))
+    os.replace(os.path.join(out_dir, name + ".tmp"), os.path.join(out_dir, name))
+
+
 def set_rate(out_dir: str, rate: float) -> None:
-    with open(os.path.join(out_dir, "rate.tmp"), "w") as f:
-        f.write(str(rate))
-    os.replace(os.path.join(out_dir, "rate.tmp"), os.path.join(out_dir, "rate"))
+    """The spout's ids per second from now on."""
+    set_file(out_dir, "rate", rate)
+
+
+def submit(props: dict) -> None:
+    """``squall submit`` of health_paced.py with ``props`` as config properties."""
+    argv = ["submit", TOPOLOGY]
+    for key, value in props.items():
+        argv += ["--config-property", f"{key}={value}"]
+    if squall(argv) != 0:
+        raise SystemExit(f"squall submit {TOPOLOGY} failed")
 
 
 def run(mode: str, args: argparse.Namespace) -> dict:
@@ -99,11 +115,7 @@ def run(mode: str, args: argparse.Namespace) -> dict:
         set_rate(out_dir, args.low)
         props = {"health.out.dir": out_dir, "health.ids": 10 ** 9, "health.rate": args.low,
                  "squall.health.mode": mode, "squall.health.interval.secs": args.interval}
-        argv = ["submit", TOPOLOGY]
-        for key, value in props.items():
-            argv += ["--config-property", f"{key}={value}"]
-        if squall(argv) != 0:
-            raise SystemExit(f"squall submit {TOPOLOGY} failed")
+        submit(props)
         state = cluster.state
         low1, high, low2 = args.phase_secs
         out: dict = {"mode": mode}

@@ -19,19 +19,12 @@ import os
 import statistics
 import time
 
-from health import NAME, TOPOLOGY, decisions, drained, rates
+from health import NAME, decisions, drained, rates, set_file, submit
 
-from squall.cli import main as squall
 from squall.state import Kind
 from squall.testing import LocalCluster
 
 WITHIN = 0.2
-
-
-def set_sleep(out_dir: str, ms: float) -> None:
-    with open(os.path.join(out_dir, "sleep.tmp"), "w") as f:
-        f.write(str(ms))
-    os.replace(os.path.join(out_dir, "sleep.tmp"), os.path.join(out_dir, "sleep.ms"))
 
 
 def main() -> None:
@@ -47,20 +40,16 @@ def main() -> None:
     with LocalCluster() as cluster:
         out_dir = os.path.join(cluster.home, "out")
         os.mkdir(out_dir)
-        set_sleep(out_dir, args.sleep_ms)
+        set_file(out_dir, "sleep.ms", args.sleep_ms)
         props = {"health.out.dir": out_dir, "health.ids": 10 ** 9, "health.rate": 10 ** 6,
                  "health.sleep.ms": args.sleep_ms, "squall.health.mode": "auto",
                  "squall.health.interval.secs": args.interval, "squall.health.stabilization.secs": args.stabilization,
                  "squall.health.latency.target.ms": args.target_ms, "squall.health.max.parallelism": 1}
-        argv = ["submit", TOPOLOGY]
-        for key, value in props.items():
-            argv += ["--config-property", f"{key}={value}"]
-        if squall(argv) != 0:
-            raise SystemExit(f"squall submit {TOPOLOGY} failed")
+        submit(props)
         state = cluster.state
         phases: list[list[float]] = []
         for phase, (secs, sleep_ms) in enumerate(zip(args.phase_secs, (args.sleep_ms, 2 * args.sleep_ms))):
-            set_sleep(out_dir, sleep_ms)
+            set_file(out_dir, "sleep.ms", sleep_ms)
             start = time.monotonic()
             settled: list[float] = []
             while time.monotonic() - start < secs:

@@ -195,8 +195,7 @@ def steady_demand(name: str, obs: Observation, recent: Sequence[Observation], se
     through them (the most within ``1 + DEMAND_SPREAD`` times the least), else None: a load that fell
     during the grace is sized once it has been low for a whole grace, in one step, not from a window that
     straddles the fall and then again."""
-    start = obs.time - settings.scale_down_grace_secs
-    covering = [o for o in recent if o.time >= start and name in o.components] + [obs]
+    covering = [o for o in in_grace(obs, recent, settings) if name in o.components]
     found = [demand(o.components[name], o, [r for r in recent if r.time < o.time], settings) for o in covering]
     rates = [float(f["demand"]) for f in found]  # type: ignore[arg-type]
     if max(rates) > (1.0 + DEMAND_SPREAD) * min(rates):
@@ -209,10 +208,15 @@ def below_band_since(name: str, obs: Observation, recent: Sequence[Observation],
     """Every task of ``name`` below target - band in every observation of the last grace seconds, and
     the observations reach back that far."""
     start = obs.time - settings.scale_down_grace_secs
-    covering = [o for o in recent if o.time >= start] + [obs]
     reaches = any(o.time <= start for o in recent) or settings.scale_down_grace_secs == 0
     return reaches and all(name in o.components and busy(busiest(o.components[name])) < settings.low
-                           for o in covering)
+                           for o in in_grace(obs, recent, settings))
+
+
+def in_grace(obs: Observation, recent: Sequence[Observation], settings: HealthSettings) -> list[Observation]:
+    """The observations of the last ``scale_down_grace_secs``, ``obs`` the last."""
+    start = obs.time - settings.scale_down_grace_secs
+    return [o for o in recent if o.time >= start] + [obs]
 
 
 # ------------------------------------------------------------------ one task among its peers

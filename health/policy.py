@@ -162,11 +162,9 @@ class HealthPolicy:
         own daemons) is more than the cluster can grant now."""
         if obs.headroom is None:
             return decision
-        comp, action = obs.components[decision.action.component or ""], decision.action
-        cpu = parallelism * (action.cpu if action.cpu is not None else comp.cpu_requested) \
-            - comp.parallelism * comp.cpu_requested
-        ram_mb = parallelism * (action.ram_mb if action.ram_mb is not None else comp.ram_mb_requested) \
-            - comp.parallelism * comp.ram_mb_requested
+        action = decision.action
+        cpu, ram_mb = resolve.added_requests(obs.components[action.component or ""], parallelism, action.cpu,
+                                             action.ram_mb)
         free_mb, free_vcores = obs.headroom
         if ram_mb <= free_mb and math.ceil(cpu - 1e-9) <= free_vcores:
             return decision

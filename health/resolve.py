@@ -71,10 +71,8 @@ def _scaled(d: Diagnosis, comp: ComponentObservation, obs: Observation, settings
     formula = (f"capacity per instance {cap_formula}; ceil({wanted:,.1f} × {1 + settings.headroom:.3g} / "
                f"{per_instance:,.1f}) = {parallelism}" + extra)
     utilization = wanted / (parallelism * per_instance)
-    cpu_after = cpu if cpu is not None else comp.cpu_requested
-    ram_after = ram_mb if ram_mb is not None else comp.ram_mb_requested
-    cost = {"cpu": round(parallelism * cpu_after - comp.parallelism * comp.cpu_requested, 3),
-            "ram_mb": round(parallelism * ram_after - comp.parallelism * comp.ram_mb_requested, 1),
+    more_cpu, more_ram_mb = added_requests(comp, parallelism, cpu, ram_mb)
+    cost = {"cpu": round(more_cpu, 3), "ram_mb": round(more_ram_mb, 1),
             "containers": containers_after(obs, parallelism - comp.parallelism) - obs.containers}
     kind = "scale" if parallelism != comp.parallelism else "resize"
     return _decision(d, obs, summary, formula,
@@ -82,6 +80,16 @@ def _scaled(d: Diagnosis, comp: ComponentObservation, obs: Observation, settings
                             ram_mb=ram_mb),
                      {"input_rate": round(wanted, 1), "parallelism": parallelism,
                       "capacity_per_instance": round(per_instance, 1), "utilization": round(utilization, 3)}, cost)
+
+
+def added_requests(comp: ComponentObservation, parallelism: int, cpu: Optional[float],
+                   ram_mb: Optional[float]) -> tuple[float, float]:
+    """``(cores, MiB)`` the instances of ``comp`` ask for more (negative: less) at ``parallelism``, each asking
+    ``cpu`` / ``ram_mb`` (None: what it asks now)."""
+    cpu_after = cpu if cpu is not None else comp.cpu_requested
+    ram_after = ram_mb if ram_mb is not None else comp.ram_mb_requested
+    return (parallelism * cpu_after - comp.parallelism * comp.cpu_requested,
+            parallelism * ram_after - comp.parallelism * comp.ram_mb_requested)
 
 
 def containers_after(obs: Observation, more_instances: int) -> int:
@@ -128,8 +136,7 @@ def right_size(comp: ComponentObservation, obs: Observation, recent: Sequence[Ob
     tuple) (the second: enough cpu for the rate the parallelism was computed at), ram = p95 rss × (1 + margin),
     each rounded up to its step; None where it moves less than
     ``RESIZE_CHANGE`` of the request (JStorm's pools following measured load)."""
-    start = obs.time - settings.scale_down_grace_secs
-    window = [o.components[comp.name] for o in (*recent, obs) if o.time >= start and comp.name in o.components]
+    window = [o.components[comp.name] for o in dx.in_grace(obs, recent, settings) if comp.name in o.components]
     cores = [t.cpu_percent / 100.0 for c in window for t in c.tasks.values() if t.cpu_percent is not None]
     rss = [t.rss_mb for c in window for t in c.tasks.values() if t.rss_mb is not None]
     margin = 1.0 + settings.resize_margin

@@ -46,7 +46,7 @@ def pending_cap(obs: Observation, settings: HealthSettings) -> int:
 
 
 def tune_pending(obs: Observation, settings: HealthSettings, history: Sequence[Decision],
-                 recent: Sequence[Observation] = ()) -> Optional[Decision]:
+                 recent: Sequence[Observation]) -> Optional[Decision]:
     """The next ``set_pending`` decision, or None (not at least once, unlimited pending, or nothing to do).
     ``recent``: the observations before ``obs``, oldest first."""
     if obs.reliability != "ATLEAST_ONCE" or obs.max_spout_pending is None:

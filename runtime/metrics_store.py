@@ -122,19 +122,26 @@ class TaskMetrics:
         self.minutes[-1].merge(s)
         while self.minutes and self.minutes[0].ts < s.ts - COARSE_SECS:
             self.minutes.popleft()
-        if carries(row.user, ERRORS):
-            self._errors(row.user)
-        if carries(row.user, SOURCE_PARTITIONS):
-            self._sources(row)
-        if carries(row.user, PENDING):
+        if not any(carries(row.user, key) for key in (ERRORS, SOURCE_PARTITIONS, PENDING)):
+            return
+        try:  # once a row, whichever of its keys are read
+            user = json.loads(row.user)
+        except ValueError:
+            return  # a malformed user field: the row's counts still stand
+        if not isinstance(user, dict):
+            return
+        if ERRORS in user:
+            self._errors(user)
+        if SOURCE_PARTITIONS in user:
+            self._sources(user[SOURCE_PARTITIONS], row.ts)
+        if PENDING in user:
             try:
-                self.pending = int(json.loads(row.user)[PENDING])
-            except (ValueError, TypeError, KeyError):
-                pass  # a malformed user field: the row's counts still stand
+                self.pending = int(user[PENDING])
+            except (ValueError, TypeError):
+                pass  # a malformed count: the row's counts still stand
 
-    def _errors(self, user_json: str) -> None:
+    def _errors(self, user: dict) -> None:
         try:
-            user = json.loads(user_json)
             errors = user.get(ERRORS) or []
             self.error_count += int(user.get(ERROR_COUNT, len(errors)))
             for e in errors:
@@ -143,13 +150,12 @@ class TaskMetrics:
         except (ValueError, TypeError, KeyError, AttributeError):
             pass  # a malformed user field: the row's counts still stand
 
-    def _sources(self, row: Any) -> None:
+    def _sources(self, reported: Any, ts: float) -> None:
         try:
-            reported = json.loads(row.user)[SOURCE_PARTITIONS]
             self.sources = [schema.SourcePartition(
                 component=self.component, task_id=self.task_id, partition=str(partition),
                 lag=None if p.get("lag") is None else int(p["lag"]), records_per_sec=float(p["records_per_sec"]),
-                bytes_per_sec=float(p["bytes_per_sec"]), ts=row.ts) for partition, p in reported.items()]
+                bytes_per_sec=float(p["bytes_per_sec"]), ts=ts) for partition, p in reported.items()]
         except (ValueError, TypeError, KeyError, AttributeError):
             pass  # a malformed report: the row's counts still stand
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from squall.yarn.errors import YarnError
+from squall.yarn.hadoop import queue_path
 
 SQUALL_TAG = "squall"
 
@@ -172,7 +173,7 @@ def _fair_queue(q: dict, out: list, cluster_mb: Optional[int] = None) -> None:
 def find_queue(queues: list, queue: str) -> Optional[QueueReport]:
     """The report of ``queue`` as an application names it: a full path (``root.a.b``, ``a.b``) or a leaf
     name (unique under the capacity scheduler)."""
-    full = queue if queue.startswith("root") else f"root.{queue}"
+    full = queue_path(queue)
     return (next((q for q in queues if q.name == full), None)
             or next((q for q in queues if q.name.rsplit(".", 1)[-1] == queue), None))
 

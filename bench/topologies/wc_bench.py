@@ -42,11 +42,17 @@ class TimedSentences(Spout):
         self.completes = []
         self.complete_path = os.path.join(config["bench.out.dir"], f"complete-{context.get_task_id()}.jsonl")
 
-    def next_tuple(self):
+    def due(self) -> bool:
+        """Paced (``bench.rate``): whether the next burst of 100 is due; unpaced, always."""
         if self.interval:
             if time.monotonic() < self.next_at:
-                return
+                return False
             self.next_at += self.interval
+        return True
+
+    def next_tuple(self):
+        if not self.due():
+            return
         now = time.time()
         if self.reliable:
             self.sampled[self.i] = now

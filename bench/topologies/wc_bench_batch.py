@@ -11,10 +11,8 @@ from wc_bench import TimedCount, TimedSentences, TimedSplit
 
 class BatchSentences(TimedSentences):
     def next_tuple(self):
-        if self.interval:
-            if time.monotonic() < self.next_at:
-                return
-            self.next_at += self.interval
+        if not self.due():
+            return
         now = time.time()
         values = [[self.sentences[(self.i + k) % 1000], now] for k in range(100)]
         if self.reliable:

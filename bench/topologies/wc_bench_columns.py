@@ -14,10 +14,8 @@ from wc_bench import TimedCount, TimedSentences
 
 class ColumnSentences(TimedSentences):
     def next_tuple(self):
-        if self.interval:
-            if time.monotonic() < self.next_at:
-                return
-            self.next_at += self.interval
+        if not self.due():
+            return
         now = time.time()
         start = self.i % 1000
         sentences = self.sentences[start:start + 100]  # 1000 is a multiple of 100: never cut

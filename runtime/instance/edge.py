@@ -26,7 +26,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple, Optional, Sequence, Union
 
-from squall.component import Tuple, TupleBatch, TupleSource, column_count
+from squall.component import Bolt, Tuple, TupleBatch, TupleSource, column_count
 from squall.runtime.acking import Span
 from squall.runtime.instance.tuples import ReceivedTuple, process_columns, process_run
 from squall.runtime.routing import RoutingError
@@ -186,18 +186,22 @@ def at_most_once(up: InstanceState, inner: EmitMethod) -> Made:
 
     def emit_many(component: object, values_list: list, stream: str = DEFAULT_STREAM,
                   anchors: Optional[Iterable[Tuple]] = None, tup_ids: Optional[Sequence[object]] = None) -> None:
-        nonlocal calls, sampled, samples
         if stream != stream0 or not values_list:
             for values in values_list:
                 emit(component, values, stream, anchors)
             return
         _check_fields(up, stream, source, values_list)
-        n = len(values_list)
+        hand_on(process_run, values_list, len(values_list))
+
+    def hand_on(deliver: Callable[[Bolt, bool, list, TupleSource], None], tuples: list, n: int) -> None:
+        """``n`` tuples (rows for ``process_run``, columns for ``process_columns``) to the next member in one
+        call, timed."""
+        nonlocal calls, sampled, samples
         emits[0] += n
         calls += n
         t0 = clock()
         try:
-            process_run(down.component, batched, values_list, source)
+            deliver(down.component, batched, tuples, source)
         except UserError:
             raise
         except Exception as e:
@@ -209,24 +213,12 @@ def at_most_once(up: InstanceState, inner: EmitMethod) -> Made:
         def emit_columns(component: object, columns: Sequence[Sequence[object]], stream: str = DEFAULT_STREAM,
                          anchors: Optional[Iterable[Tuple]] = None,
                          tup_ids: Optional[Sequence[object]] = None) -> None:
-            nonlocal calls, sampled, samples
             if stream != stream0:
                 inner_columns(component, columns, stream, anchors, tup_ids)
                 return
             n = column_count(columns, stream, fields)
-            if not n:
-                return
-            emits[0] += n
-            calls += n
-            t0 = clock()
-            try:
-                process_columns(down.component, batched, list(columns), source)
-            except UserError:
-                raise
-            except Exception as e:
-                raise _user_error(up, down) from e
-            sampled += clock() - t0
-            samples += n
+            if n:
+                hand_on(process_columns, list(columns), n)
 
         return emit_columns
 
