@@ -13,9 +13,11 @@
   heartbeats and metrics (two intervals); a plan update (one component scaled by one instance per
   container, written as ``squall update`` writes it) until every stream manager has the new plan;
   ZooKeeper nodes and bytes of the topology (with each container's record, as executors write them);
-  the UI's pages and REST API for the topology (FastAPI's TestClient: the list, the topology and the
-  packing page, median of 3); a failover (the leader SIGKILLed: seconds until the standby leads, the
-  ZooKeeper session timeout; then until every stream manager registered again and has its plan).
+  the UI's pages and REST API for the topology (a real ``squall ui`` process, as in production, reading
+  the same ZooKeeper state: the list, the topology and the packing page, median of 3, with the cpu
+  seconds of the UI process and of the leader meanwhile); a failover (the leader SIGKILLed: seconds
+  until the standby leads, the ZooKeeper session timeout; then until every stream manager registered
+  again and has its plan).
 
 Each figure is printed as a curve over the sizes with its growth factor per 10x (linear: 10x). Prints
 figures, asserts nothing (tests/runtime/test_control_plane_fleet.py checks the exact results).
@@ -162,7 +164,7 @@ def control_figures(containers: int, zk_hosts: str, figures: Dict[str, float],
         figures["leader memory (rss), MB"] = leader.memory_info().rss / 2 ** 20
 
         figures.update(zookeeper_figures(state, address.root))
-        figures.update(ui_figures(state, name))
+        figures.update(ui_figures(address, name, leader))
 
         # a plan update: one more instance of "count" per container, as `squall update` writes it
         before = fleet.call(fleet.plan_counts)
@@ -243,42 +245,48 @@ def zookeeper_figures(state: object, root: str) -> Dict[str, float]:
     return {"ZooKeeper nodes": nodes, "ZooKeeper bytes, KB": size / 1024}
 
 
-def ui_figures(state: object, name: str) -> Dict[str, float]:
-    """Each page and API answer of the topology, served by uvicorn on loopback as ``squall ui`` serves."""
-    import threading
+def ui_figures(address: object, name: str, leader: object) -> Dict[str, float]:
+    """Each page and API answer of the topology from a real ``squall ui`` process (its own process and GIL,
+    as in production) reading the bench's state: wall-clock seconds, the UI process's cpu seconds, and the
+    ``leader``'s (a psutil.Process: its metrics answer, and the fleet's rows arriving meanwhile)."""
     import urllib.request
 
-    import uvicorn
+    import psutil
+    import yaml
 
-    from squall.conf import base_config
-    from squall.testing import wait_until
-    from squall.ui.app import make_app
-    from squall.ui.context import UiContext
-    from squall.ui.metrics import MetricsCache
-    from squall.ui.server import bind
-
-    sock = bind("127.0.0.1", 0)
-    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    app = make_app(UiContext(state, base_config(), MetricsCache(state), "token", tempfile.mkdtemp()))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
+    folder = tempfile.mkdtemp(prefix="squall-scale-ui-")
+    config_path = os.path.join(folder, "cluster.yaml")
+    fd = os.open(config_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # it holds the ZooKeeper credential
+    with os.fdopen(fd, "w") as f:
+        yaml.safe_dump({"squall.state.manager": address.manager, "squall.state.root": address.root,
+                        "squall.state.zookeeper.connect": address.connect,
+                        "squall.state.zookeeper.auth": address.auth}, f)
+    with open(os.path.join(folder, "ui.log"), "wb") as log:
+        ui = subprocess.Popen([sys.executable, "-m", "squall.cli", "ui", "--port", "0", "--config-path", config_path],
+                              stdout=subprocess.PIPE, stderr=log, text=True)
     figures: Dict[str, float] = {}
     try:
-        wait_until(lambda: server.started, 30, "the UI to serve")
+        line = ui.stdout.readline()  # "squall ui: URL (state: ...)" once it listens
+        if not line.startswith("squall ui: http://"):
+            raise RuntimeError(f"squall ui did not start ({line!r}): see {folder}/ui.log")
+        base, process = line.split()[2].rstrip("/"), psutil.Process(ui.pid)
         for what, path in UI_PATHS.items():
-            times, size = [], 0
+            times, cpus, leader_cpus, size = [], [], [], 0
             for _ in range(3):
-                started = time.perf_counter()
+                cpu0, leader0, started = _cpu(process), _cpu(leader), time.perf_counter()
                 with urllib.request.urlopen(base + path.format(name=name), timeout=120) as response:
                     size = len(response.read())
                 times.append(time.perf_counter() - started)
+                cpus.append(_cpu(process) - cpu0)
+                leader_cpus.append(_cpu(leader) - leader0)
             figures[f"UI {what}, s"] = statistics.median(times)
+            figures[f"  {what}: UI process cpu, s"] = statistics.median(cpus)
+            figures[f"  {what}: leader cpu meanwhile, s"] = statistics.median(leader_cpus)
             figures[f"  {what} size, KB"] = size / 1024
     finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+        ui.terminate()
+        ui.wait(30)
+        ui.stdout.close()
     return figures
 
 
