@@ -15,7 +15,12 @@ and per component its time series, binned as rows arrive
 (``ComponentSeries``), so a chart's answer only adds up bins.
 
 A windowed answer covers the buckets that ended in the last ``window_secs``
-(from the minute samples past ``FINE_SECS``). Rates are counts over the
+(from the minute samples past ``FINE_SECS``). A task's buckets, kept in the
+order they came, each hold the task's sums before it (``Buckets``): while
+they came in time order, a window's sums are the task's totals less those
+before its first bucket, so an answer adds up no task's buckets (only
+``queue_depth_max``, a max, looks at each, at C speed); a task with a late
+row among its buckets has them added up. Rates are counts over the
 seconds those buckets cover. Latency percentiles are of bucket means: each
 bucket of each task is one value, weighted by the tuples it measured (an
 instance times frames, not single tuples), so a p99 shows a slow task or a
@@ -26,9 +31,13 @@ summed over its tasks; capacity and backpressure of its busiest task.
 """
 from __future__ import annotations
 
+import bisect
 import collections
+import itertools
 import json
 import math
+from array import array
+from operator import attrgetter, itemgetter
 from typing import Any, Collection, Iterable, Optional
 
 from squall.idl import schema
@@ -46,7 +55,8 @@ class Sample:
     """One bucket of a task (or several merged): sums, so that samples merge exactly."""
 
     __slots__ = ("ts", "secs", "emitted", "executed", "acked", "failed", "exec_sum", "exec_w", "proc_sum",
-                 "proc_w", "compl_sum", "compl_w", "queue", "queue_max", "bp_ms", "cpu_sum", "rss", "minute")
+                 "proc_w", "compl_sum", "compl_w", "queue", "queue_max", "bp_ms", "cpu_sum", "rss", "minute",
+                 "before")
 
     def __init__(self, row: Any = None) -> None:
         self.ts = self.secs = 0.0
@@ -55,6 +65,7 @@ class Sample:
         self.queue = self.queue_max = 0
         self.bp_ms = self.cpu_sum = self.rss = 0.0
         self.minute = -1
+        self.before: Optional[array] = None  # a kept bucket: its task's ``SUMS`` before it (``Buckets``)
         if row is not None:
             self.ts, self.secs = row.ts, row.interval_secs or 0.0
             self.emitted, self.executed = row.emit_count, row.execute_count
@@ -93,6 +104,68 @@ class Sample:
         self.rss = s.rss
 
 
+SUMS = ("secs", "emitted", "executed", "acked", "failed", "exec_sum", "exec_w", "proc_sum", "proc_w", "compl_sum",
+        "compl_w", "bp_ms", "cpu_sum")  # the fields ``merge`` adds up
+COUNTS = frozenset(("emitted", "executed", "acked", "failed"))  # integers (exact as doubles below 2**53)
+_sums = attrgetter(*SUMS)
+_ts = attrgetter("ts")
+_queue_max = attrgetter("queue_max")
+
+
+class Buckets:
+    """A task's buckets in the order they came (as they came, or merged by minute: only the newest still
+    grows), each with the task's sums before it. While they are in time order, the buckets that ended
+    after a time are the last ones, and their sums are the task's totals less the sums before the first
+    of them. ``descents`` counts the neighbours out of time order (a late row), but the newest pair,
+    whose newer bucket may still grow."""
+
+    __slots__ = ("items", "descents")
+
+    def __init__(self) -> None:
+        self.items: collections.deque = collections.deque()
+        self.descents = 0
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> Sample:
+        return self.items[i]
+
+    def append(self, s: Sample, before: array) -> None:
+        items = self.items
+        if len(items) >= 2:  # the pair that was newest: its newer bucket no longer grows
+            self.descents += items[-2].ts > items[-1].ts
+        s.before = before
+        items.append(s)
+
+    def drop_before(self, oldest: float) -> None:
+        """Drop the oldest buckets while they ended before ``oldest``."""
+        items = self.items
+        while items and items[0].ts < oldest:
+            s = items.popleft()
+            if len(items) >= 2:  # the pair it was in was counted (its newer bucket was not the newest)
+                self.descents -= s.ts > items[0].ts
+
+    def window(self, since: float, total: Sample) -> tuple:
+        """The buckets that ended after ``since``, merged, and the list of them; ``total``: the task's sums
+        since start (through the newest bucket)."""
+        items = self.items
+        merged = Sample()
+        if self.descents or (len(items) >= 2 and items[-2].ts > items[-1].ts):
+            samples = [s for s in items if s.ts > since]  # a late row among them: added up
+            for s in samples:
+                merged.merge(s)
+            return merged, samples
+        samples = list(itertools.islice(items, bisect.bisect_right(items, since, key=_ts), None))
+        if samples:
+            for name, now, before in zip(SUMS, _sums(total), samples[0].before):
+                setattr(merged, name, int(now - before) if name in COUNTS else now - before)
+            last = samples[-1]
+            merged.ts, merged.queue, merged.rss = max(merged.ts, last.ts), last.queue, last.rss
+            merged.queue_max = max(merged.queue_max, max(map(_queue_max, samples)))
+        return merged, samples
+
+
 class TaskMetrics:
     """One task's rows: totals, the last bucket, the recent buckets, minutes, errors."""
 
@@ -100,8 +173,8 @@ class TaskMetrics:
         self.component, self.task_id = component, task_id
         self.total = Sample()
         self.last = Sample()
-        self.fine: collections.deque = collections.deque()
-        self.minutes: collections.deque = collections.deque()
+        self.fine = Buckets()
+        self.minutes = Buckets()
         self.errors: collections.deque = collections.deque(maxlen=ERRORS_KEPT)
         self.error_count = 0
         self.sources: list = []  # SourcePartition of its last report (a source spout)
@@ -109,19 +182,18 @@ class TaskMetrics:
 
     def add(self, row: Any) -> None:
         s = Sample(row)
+        before = array("d", _sums(self.total))
         self.last = s
         self.total.merge(s)
-        self.fine.append(s)
-        while self.fine and self.fine[0].ts < s.ts - FINE_SECS:
-            self.fine.popleft()
+        self.fine.append(s, before)
+        self.fine.drop_before(s.ts - FINE_SECS)
         minute = int(s.ts // MINUTE)
         if not self.minutes or self.minutes[-1].minute != minute:
             m = Sample()
             m.minute = minute
-            self.minutes.append(m)
+            self.minutes.append(m, before)
         self.minutes[-1].merge(s)
-        while self.minutes and self.minutes[0].ts < s.ts - COARSE_SECS:
-            self.minutes.popleft()
+        self.minutes.drop_before(s.ts - COARSE_SECS)
         if not any(carries(row.user, key) for key in (ERRORS, SOURCE_PARTITIONS, PENDING)):
             return
         try:  # once a row, whichever of its keys are read
@@ -159,9 +231,10 @@ class TaskMetrics:
         except (ValueError, TypeError, KeyError, AttributeError):
             pass  # a malformed report: the row's counts still stand
 
-    def samples(self, since: float, coarse: bool) -> list:
-        """The buckets that ended after ``since``: as they came, or merged by minute (``coarse``)."""
-        return [s for s in (self.minutes if coarse else self.fine) if s.ts > since]
+    def window(self, since: float, coarse: bool) -> tuple:
+        """The buckets that ended after ``since`` (as they came, or merged by minute: ``coarse``) merged,
+        and the list of them."""
+        return (self.minutes if coarse else self.fine).window(since, self.total)
 
 
 def percentile(pairs: list, q: float) -> Optional[float]:
@@ -174,16 +247,10 @@ def quantiles(pairs: list, qs: tuple) -> list:
     if not pairs:
         return [None] * len(qs)
     pairs = sorted(pairs)
-    total = sum(w for _, w in pairs)
-    out, acc, k = [], 0.0, 0
-    for value, w in pairs:
-        acc += w
-        while k < len(qs) and acc >= qs[k] * total - 1e-9:
-            out.append(value)
-            k += 1
-        if k == len(qs):
-            return out
-    return out + [pairs[-1][0]] * (len(qs) - len(out))
+    weights = list(map(itemgetter(1), pairs))
+    total = sum(weights)
+    below = list(itertools.accumulate(weights, initial=0.0))[1:]  # the weight up to each value, added in order
+    return [pairs[min(bisect.bisect_left(below, q * total - 1e-9), len(pairs) - 1)][0] for q in qs]
 
 
 def latency_pairs(samples: list) -> tuple:
@@ -312,24 +379,17 @@ class MetricsStore:
         shown = None if task_ids is None else set(task_ids)
         tasks, by_component = [], {}
         for t in chosen:
-            pairs = None
             if window:
-                samples = t.samples(since, window > FINE_SECS)
-                merged = Sample()
-                for s in samples:
-                    merged.merge(s)
-                rates_of, pairs = merged, latency_pairs(samples)
+                merged, samples = t.window(since, window > FINE_SECS)
+                rates_of, pairs = merged, latency_pairs(samples)  # while its buckets are in the cache
             else:
-                merged, rates_of = t.total, t.last
-            row = shown is None or t.task_id in shown or bool(t.errors)
-            # a task without a row of its own adds to its component, with no percentiles of its own to sort
-            tasks.append(_summary(t.component, t.task_id, merged, pairs if row else None, rates_of, t.errors,
-                                  t.error_count))
-            tasks[-1].pending = t.pending
-            by_component.setdefault(t.component, []).append((t, merged, pairs, tasks[-1]))
+                merged, rates_of, pairs = t.total, t.last, None
+            if shown is None or t.task_id in shown or t.errors:
+                # a task without a row of its own only adds to its component: no summary, no percentiles
+                tasks.append(_summary(t.component, t.task_id, merged, pairs, rates_of, t.errors, t.error_count))
+                tasks[-1].pending = t.pending
+            by_component.setdefault(t.component, []).append((t, merged, rates_of, pairs))
         components = [self._component(name, parts) for name, parts in sorted(by_component.items())]
-        if shown is not None:
-            tasks = [t for t in tasks if t.task_id in shown or t.errors]
         out = schema.MetricsResponse(components=components, tasks=tasks)
         sources = [p for t in chosen for p in t.sources]
         if sources:
@@ -342,28 +402,32 @@ class MetricsStore:
 
     @staticmethod
     def _component(name: str, parts: list) -> Any:
+        """``parts``: each task's ``(TaskMetrics, merged sample, what its rates are of, its window's
+        ``latency_pairs`` or None)``; the figures of each task as its ``_summary`` has them."""
         merged = Sample()
         pairs: Optional[tuple] = None
-        for _, s, task_pairs, _ in parts:
+        for _, s, _, task_pairs in parts:
             merged.merge(s)
             if task_pairs is not None:
                 if pairs is None:
                     pairs = ([], [], [])
                 for into, more in zip(pairs, task_pairs):
                     into.extend(more)  # in place: adding lists task by task copies them again each time
-        summaries = [p[3] for p in parts]
-        errors = sorted((e for t, _, _, _ in parts for e in t.errors), key=lambda e: e.time)[-ERRORS_KEPT:]
-        out = _summary(name, None, merged, pairs, merged, errors, sum(t.error_count for t, _, _, _ in parts))
+        tasks = [t for t, _, _, _ in parts]
+        merged_of = [s for _, s, _, _ in parts]
+        errors = sorted((e for t in tasks for e in t.errors), key=lambda e: e.time)[-ERRORS_KEPT:]
+        out = _summary(name, None, merged, pairs, merged, errors, sum(t.error_count for t in tasks))
         # rates, queue, cpu and memory add up over tasks; capacity and backpressure are the busiest task's
-        for rate in ("emit_rate", "execute_rate", "ack_rate", "fail_rate"):
-            setattr(out, rate, sum(getattr(x, rate) for x in summaries))
-        out.window_secs = max((x.window_secs or 0.0) for x in summaries)
-        out.queue_depth = sum(x.queue_depth or 0 for x in summaries)
-        out.queue_depth_max = max((x.queue_depth_max or 0) for x in summaries)
-        out.cpu_percent = sum(x.cpu_percent or 0.0 for x in summaries)
-        out.rss_mb = sum(x.rss_mb or 0.0 for x in summaries)
-        out.capacity = max((x.capacity for x in summaries if x.capacity is not None), default=None)
-        out.backpressure_ms = max((x.backpressure_ms or 0.0) for x in summaries)
-        open_trees = [x.pending for x in summaries if x.pending is not None]
+        for rate, count in (("emit_rate", "emitted"), ("execute_rate", "executed"), ("ack_rate", "acked"),
+                            ("fail_rate", "failed")):
+            setattr(out, rate, sum(getattr(r, count) / (r.secs or 1.0) for _, _, r, _ in parts))
+        out.window_secs = max((s.secs or 0.0) for s in merged_of)
+        out.queue_depth = sum(s.queue or 0 for s in merged_of)
+        out.queue_depth_max = max((s.queue_max or 0) for s in merged_of)
+        out.cpu_percent = sum(s.cpu_sum / s.secs if s.secs else 0.0 for s in merged_of)
+        out.rss_mb = sum(s.rss or 0.0 for s in merged_of)
+        out.capacity = max((s.exec_sum / 1000 / s.secs for s in merged_of if s.secs), default=None)
+        out.backpressure_ms = max((s.bp_ms or 0.0) for s in merged_of)
+        open_trees = [t.pending for t in tasks if t.pending is not None]
         out.pending = sum(open_trees) if open_trees else None
         return out
