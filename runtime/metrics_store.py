@@ -37,7 +37,7 @@ import itertools
 import json
 import math
 from array import array
-from operator import attrgetter, itemgetter
+from operator import add, attrgetter, itemgetter
 from typing import Any, Collection, Iterable, Optional
 
 from squall.idl import schema
@@ -48,6 +48,7 @@ COARSE_SECS = 3600.0  # minutes kept
 MINUTE = 60.0
 ERRORS_KEPT = 20  # per task
 SERIES_POINTS = 60  # at most, per component
+SUMS_EVERY = 4  # one bucket in SUMS_EVERY holds its task's sums before it (``Buckets``)
 FINE_STEP = 1.0  # seconds of a component's series bin, kept FINE_SECS; then one bin a MINUTE, kept COARSE_SECS
 
 
@@ -114,16 +115,19 @@ _queue_max = attrgetter("queue_max")
 
 class Buckets:
     """A task's buckets in the order they came (as they came, or merged by minute: only the newest still
-    grows), each with the task's sums before it. While they are in time order, the buckets that ended
-    after a time are the last ones, and their sums are the task's totals less the sums before the first
-    of them. ``descents`` counts the neighbours out of time order (a late row), but the newest pair,
-    whose newer bucket may still grow."""
+    grows), one in ``every`` with the task's sums before it (``before``), the oldest always. While they are
+    in time order, the buckets that ended after a time are the last ones, and their sums are the task's
+    totals less the sums before the first of them (the sums before the nearest bucket with them, less
+    the few buckets between). ``descents`` counts the neighbours out of time order (a late row), but the
+    newest pair, whose newer bucket may still grow."""
 
-    __slots__ = ("items", "descents")
+    __slots__ = ("items", "descents", "every", "added")
 
-    def __init__(self) -> None:
+    def __init__(self, every: int) -> None:
         self.items: collections.deque = collections.deque()
         self.descents = 0
+        self.every = every  # a bucket's sums before it cost about half of what the bucket does
+        self.added = 0
 
     def __len__(self) -> int:
         return len(self.items)
@@ -135,7 +139,9 @@ class Buckets:
         items = self.items
         if len(items) >= 2:  # the pair that was newest: its newer bucket no longer grows
             self.descents += items[-2].ts > items[-1].ts
-        s.before = before
+        if not items or self.added % self.every == 0:
+            s.before = before
+        self.added += 1
         items.append(s)
 
     def drop_before(self, oldest: float) -> None:
@@ -145,6 +151,8 @@ class Buckets:
             s = items.popleft()
             if len(items) >= 2:  # the pair it was in was counted (its newer bucket was not the newest)
                 self.descents -= s.ts > items[0].ts
+            if items and items[0].before is None:  # the sums before the oldest: as the task's were then
+                items[0].before = array("d", map(add, s.before, _sums(s)))
 
     def window(self, since: float, total: Sample) -> tuple:
         """The buckets that ended after ``since``, merged, and the list of them; ``total``: the task's sums
@@ -156,10 +164,16 @@ class Buckets:
             for s in samples:
                 merged.merge(s)
             return merged, samples
-        samples = list(itertools.islice(items, bisect.bisect_right(items, since, key=_ts), None))
+        first = bisect.bisect_right(items, since, key=_ts)
+        samples = list(itertools.islice(items, first, None))
         if samples:
-            for name, now, before in zip(SUMS, _sums(total), samples[0].before):
-                setattr(merged, name, int(now - before) if name in COUNTS else now - before)
+            start, between = first, Sample()
+            while items[start].before is None:
+                start -= 1
+                between.merge(items[start])
+            for name, now, before, less in zip(SUMS, _sums(total), items[start].before, _sums(between)):
+                value = now - before - less
+                setattr(merged, name, int(value) if name in COUNTS else value)
             last = samples[-1]
             merged.ts, merged.queue, merged.rss = max(merged.ts, last.ts), last.queue, last.rss
             merged.queue_max = max(merged.queue_max, max(map(_queue_max, samples)))
@@ -173,8 +187,8 @@ class TaskMetrics:
         self.component, self.task_id = component, task_id
         self.total = Sample()
         self.last = Sample()
-        self.fine = Buckets()
-        self.minutes = Buckets()
+        self.fine = Buckets(SUMS_EVERY)
+        self.minutes = Buckets(1)  # a minute's sums before the next differ from the task's in rounding
         self.errors: collections.deque = collections.deque(maxlen=ERRORS_KEPT)
         self.error_count = 0
         self.sources: list = []  # SourcePartition of its last report (a source spout)
