@@ -15,12 +15,13 @@ and per component its time series, binned as rows arrive
 (``ComponentSeries``), so a chart's answer only adds up bins.
 
 A windowed answer covers the buckets that ended in the last ``window_secs``
-(from the minute samples past ``FINE_SECS``). A task's buckets, kept in the
-order they came, each hold the task's sums before it (``Buckets``): while
-they came in time order, a window's sums are the task's totals less those
-before its first bucket, so an answer adds up no task's buckets (only
-``queue_depth_max``, a max, looks at each, at C speed); a task with a late
-row among its buckets has them added up. Rates are counts over the
+(from the minute samples past ``FINE_SECS``). A task's buckets are kept in
+the order they came, one in ``SUMS_EVERY`` (each minute) with the task's sums
+before it (``Buckets``): while they came in time order, a window's sums are
+the task's totals less those before its first bucket, so an answer adds up
+at most ``SUMS_EVERY - 1`` buckets of a task (``queue_depth_max``, a max,
+and the percentiles still read each); a task with a late row among its
+buckets has them added up. Rates are counts over the
 seconds those buckets cover. Latency percentiles are of bucket means: each
 bucket of each task is one value, weighted by the tuples it measured (an
 instance times frames, not single tuples), so a p99 shows a slow task or a
@@ -126,7 +127,7 @@ class Buckets:
     def __init__(self, every: int) -> None:
         self.items: collections.deque = collections.deque()
         self.descents = 0
-        self.every = every  # a bucket's sums before it cost about half of what the bucket does
+        self.every = every  # memory: a bucket's sums before it take about a third of what the bucket does
         self.added = 0
 
     def __len__(self) -> int:
