@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -287,6 +288,7 @@ def ui_figures(address: object, name: str, leader: object) -> Dict[str, float]:
         ui.terminate()
         ui.wait(30)
         ui.stdout.close()
+    shutil.rmtree(folder)  # the credential's copy (kept, with the UI's log, when it failed)
     return figures
 
 
