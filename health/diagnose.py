@@ -11,8 +11,9 @@ first), so that the policy can fall back to the next when a resolution is blackl
 3. ``chain_bottleneck``: a chain whose process (its members' busy fractions add up in one thread)
    is saturated, though no member alone may be: split it before adding tasks;
 4. ``under_provisioned``: the busiest task at or above target + band;
-5. ``over_provisioned``: every task below target - band for the whole scale-down grace, no
-   backpressure and no growing source backlog.
+5. ``over_provisioned``: every task below target - band for the whole scale-down grace, and no
+   growing source backlog; and no backpressure at the spouts, unless every spout reports its source's
+   backlog (``keeping_up``): then the backlog, not the backpressure, says whether demand is hidden.
 """
 from __future__ import annotations
 
@@ -78,7 +79,8 @@ def _of_component(comp: ComponentObservation, obs: Observation, recent: Sequence
             "busy": round(busy(top), 3), "busiest_task": top.task_id, "high": round(settings.high, 3),
             **demand(comp, obs, recent, settings)}))
     elif (not chain_hot and below_band_since(comp.name, obs, recent, settings)
-          and spout_backpressure(obs) < BACKPRESSURE_MIN and lag_growth(obs, recent) <= 0):
+          and (spout_backpressure(obs) < BACKPRESSURE_MIN or keeping_up(obs, recent))
+          and lag_growth(obs, recent) <= 0):
         steady = steady_demand(comp.name, obs, recent, settings)
         if steady is not None:
             out.append(Diagnosis("over_provisioned", comp.name, {
@@ -161,30 +163,43 @@ def lag_growth(obs: Observation, recent: Sequence[Observation]) -> float:
     return (source_lag(obs) - source_lag(then)) / (obs.time - then.time)
 
 
+def keeping_up(obs: Observation, recent: Sequence[Observation]) -> bool:
+    """Every spout reports its source's backlog (``squall.metrics.SourcePartitions``), and it did not
+    grow: the spouts emit all that is offered, however long backpressure holds them (a held spout
+    catches up when released). Backpressure then hides no demand, as Flink's autoscaler reads a
+    source's pending records rather than its idle time. Without a backlog reported, it cannot be told."""
+    spouts = [c for c in obs.components.values() if c.kind == "spout"]
+    return (bool(spouts) and all(c.source_lag is not None for c in spouts)
+            and any(o.time < obs.time for o in recent) and lag_growth(obs, recent) <= 0)
+
+
 def demand(comp: ComponentObservation, obs: Observation, recent: Sequence[Observation],
            settings: HealthSettings) -> dict:
     """Tuples/s the component must carry, and how it was estimated.
 
     Backpressure hides the offered rate: spouts held back a share ``b`` of the window offered
     ``observed / (1 - b)`` (Dhalion's scale-up factor), at most ``GROWTH_MAX`` times the observed
-    rate; a growing source backlog says the same, measured (``observed + growth``): the larger of the
-    two, plus the backlog drained within ``catch_up_secs``, each scaled by the component's share of the
-    spouts' rate."""
+    rate, unless their backlog is reported and did not grow (``keeping_up``: they were offered what
+    they emitted); a growing source backlog says the same, measured (``observed + growth``): the
+    larger of the two, plus the backlog drained within ``catch_up_secs``, each scaled by the
+    component's share of the spouts' rate."""
     observed = input_rate(comp)
     held = spout_backpressure(obs) if comp.kind == "bolt" else 0.0
+    hidden = held >= BACKPRESSURE_MIN and not keeping_up(obs, recent)
     spouts = spout_rate(obs)
     share = observed / spouts if comp.kind == "bolt" and spouts > 0 else 1.0
     growth = max(0.0, lag_growth(obs, recent))
     lag = source_lag(obs)
-    throttled = observed * min(GROWTH_MAX, 1.0 / max(1e-9, 1.0 - held)) if held >= BACKPRESSURE_MIN else observed
-    offered = max(throttled, observed + share * growth)
+    factor = min(GROWTH_MAX, 1.0 / max(1e-9, 1.0 - held)) if hidden else 1.0
+    offered = max(observed * factor, observed + share * growth)
     needed = offered + share * lag / settings.catch_up_secs
+    held_term = (f"min({GROWTH_MAX:g}, 1 / (1 - {held:.2f}))" if hidden
+                 else f"1 (backpressure {held:.2f}: the backlog did not grow)" if held >= BACKPRESSURE_MIN else "1")
     return {
         "observed_rate": round(observed, 1), "backpressure": round(held, 3), "lag": lag,
         "lag_growth_per_sec": round(growth, 1), "share_of_spouts": round(share, 4),
         "demand": round(needed, 1),
-        "demand_formula": (f"max({observed:.1f} × min({GROWTH_MAX:g}, 1 / (1 - {held:.2f})), "
-                           f"{observed:.1f} + {share:.3g} × {growth:.1f})"
+        "demand_formula": (f"max({observed:.1f} × {held_term}, {observed:.1f} + {share:.3g} × {growth:.1f})"
                            f" + {share:.3g} × {lag} / {settings.catch_up_secs:g} s = {needed:.1f}"),
     }
 

@@ -105,6 +105,37 @@ def test_over_provisioned_only_after_the_whole_grace_below_the_band() -> None:
     assert decision.cost["containers"] < 0
 
 
+def held_back_fleet(time: float, lag: object) -> object:
+    """A starved host's picture (bench/health_hundred.py): the spout held back 70 % of the window though
+    the bolt is 5 % busy, its backlog reported (``lag``) or not (None)."""
+    spout = component("spout", [task(1, 1000.0, 0.3, spout=True, backpressure_ms=7000.0)], kind="spout",
+                      source_lag=lag)
+    bolt = component("bolt", [task(10 + i, 250.0, 0.05, service_ms=0.2) for i in range(4)])
+    return observation(time, [spout, bolt])
+
+
+def test_spouts_held_back_with_a_steady_reported_backlog_hide_no_demand() -> None:
+    s = settings(scale_down_grace_secs=60.0)
+    recent = [held_back_fleet(float(t), 400) for t in (0, 30, 50)]
+    found = [d for d in diagnose(held_back_fleet(70.0, 300), recent, s) if d.component == "bolt"]
+    assert names(found) == [("over_provisioned", "bolt")]
+    # sized for what was emitted, the backlog drained within catch_up_secs: not 1,000 × 1 / (1 - 0.7)
+    assert found[0].evidence["backpressure"] == 0.7
+    assert found[0].evidence["demand"] == round(1000.0 + 400 / s.catch_up_secs, 1)  # the grace's most
+    assert "the backlog did not grow" in found[0].evidence["demand_formula"]
+    decision = resolve(found[0], held_back_fleet(70.0, 300), recent, s, [])
+    # 0.2 ms a tuple: 5,000 tuples/s an instance; ceil(1,003.3 / 0.7 / 5,000) = 1
+    assert decision.action.kind == "scale" and decision.action.parallelism == 1
+
+
+def test_spouts_held_back_without_a_backlog_or_with_a_growing_one_keep_the_parallelism() -> None:
+    s = settings(scale_down_grace_secs=60.0)
+    unknown = [held_back_fleet(float(t), None) for t in (0, 30, 50)]
+    assert not [d for d in diagnose(held_back_fleet(70.0, None), unknown, s) if d.component == "bolt"]
+    growing = [held_back_fleet(float(t), 100 * t) for t in (0, 30, 50)]
+    assert not [d for d in diagnose(held_back_fleet(70.0, 7000), growing, s) if d.component == "bolt"]
+
+
 def test_a_busy_moment_inside_the_grace_keeps_the_parallelism() -> None:
     s = settings(scale_down_grace_secs=60.0)
     low = Pipeline(offered=500, parallelism=9)
