@@ -6,7 +6,7 @@ from dataclasses import replace
 from brain_helpers import Pipeline, component, observation, settings, task
 
 from squall.health.diagnose import diagnose
-from squall.health.resolve import resolve
+from squall.health.resolve import measure, resolve
 
 
 def names(found: list) -> list:
@@ -126,6 +126,12 @@ def test_spouts_held_back_with_a_steady_reported_backlog_hide_no_demand() -> Non
     decision = resolve(found[0], held_back_fleet(70.0, 300), recent, s, [])
     # 0.2 ms a tuple: 5,000 tuples/s an instance; ceil(1,003.3 / 0.7 / 5,000) = 1
     assert decision.action.kind == "scale" and decision.action.parallelism == 1
+    applied = replace(decision, status="applied", applied_time=70.0)
+    # judged by the same rule: held back, the backlog steady -> effective; growing -> not
+    after = [held_back_fleet(float(t), 300) for t in (80, 110)]
+    assert measure(applied, held_back_fleet(140.0, 200), after, s)[0]
+    assert "their backlog not growing" in measure(applied, held_back_fleet(140.0, 200), after, s)[1]
+    assert not measure(applied, held_back_fleet(140.0, 9000), after, s)[0]
 
 
 def test_spouts_held_back_without_a_backlog_or_with_a_growing_one_keep_the_parallelism() -> None:
