@@ -44,6 +44,5 @@ relay = builder.add_bolt("relay", Relay, par=TASKS, inputs={ids: Grouping.SHUFFL
 enrich = builder.add_bolt("enrich", Relay, par=TASKS, inputs={relay: Grouping.SHUFFLE})
 builder.add_bolt("sink", Sink, par=TASKS, inputs={enrich: Grouping.SHUFFLE})
 builder.set_config({"topology.reliability.mode": "ATLEAST_ONCE", "health.ids": 10 ** 9, "health.rate": 148,
-                    "health.report.backlog": True,
                     "squall.chaining": "off", "squall.component.cpu": 0.5, "squall.component.ram.mb": 256})
 topology = builder.build()

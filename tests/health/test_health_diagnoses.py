@@ -105,13 +105,15 @@ def test_over_provisioned_only_after_the_whole_grace_below_the_band() -> None:
     assert decision.cost["containers"] < 0
 
 
-def held_back_fleet(time: float, lag: object) -> object:
-    """A starved host's picture (bench/health_hundred.py): the spout held back 70 % of the window though
-    the bolt is 5 % busy, its backlog reported (``lag``) or not (None)."""
+def held_back_fleet(time: float, lag: object, other_busy: float = 0.6) -> object:
+    """The spout held back 70 % of the window though ``bolt`` is 5 % busy, its backlog reported (``lag``) or
+    not (None); ``other``, a bolt beside it, ``other_busy`` busy (within the band: 0.6; 0.05: every bolt idle,
+    a starved host's picture, bench/health_hundred.py)."""
     spout = component("spout", [task(1, 1000.0, 0.3, spout=True, backpressure_ms=7000.0)], kind="spout",
                       source_lag=lag)
     bolt = component("bolt", [task(10 + i, 250.0, 0.05, service_ms=0.2) for i in range(4)])
-    return observation(time, [spout, bolt])
+    other = component("other", [task(20, 1000.0, other_busy, service_ms=other_busy)])
+    return observation(time, [spout, bolt, other])
 
 
 def test_spouts_held_back_with_a_steady_reported_backlog_hide_no_demand() -> None:
@@ -134,12 +136,30 @@ def test_spouts_held_back_with_a_steady_reported_backlog_hide_no_demand() -> Non
     assert not measure(applied, held_back_fleet(140.0, 9000), after, s)[0]
 
 
-def test_spouts_held_back_without_a_backlog_or_with_a_growing_one_keep_the_parallelism() -> None:
+def test_spouts_held_back_by_a_bolt_near_saturation_without_a_backlog_or_with_a_growing_one_keep_it() -> None:
     s = settings(scale_down_grace_secs=60.0)
     unknown = [held_back_fleet(float(t), None) for t in (0, 30, 50)]
     assert not [d for d in diagnose(held_back_fleet(70.0, None), unknown, s) if d.component == "bolt"]
     growing = [held_back_fleet(float(t), 100 * t) for t in (0, 30, 50)]
     assert not [d for d in diagnose(held_back_fleet(70.0, 7000), growing, s) if d.component == "bolt"]
+
+
+def test_spouts_held_back_while_every_bolt_idles_size_a_scale_down_for_all_it_could_hide() -> None:
+    s = settings(scale_down_grace_secs=60.0)
+    idle = lambda t: held_back_fleet(t, None, other_busy=0.05)  # noqa: E731
+    found = [d for d in diagnose(idle(70.0), [idle(float(t)) for t in (0, 30, 50)], s) if d.component == "bolt"]
+    assert names(found) == [("over_provisioned", "bolt")]
+    # not capped at 4 as a scale-up's step is: 1,000 × 1 / (1 - 0.7)
+    assert found[0].evidence["demand"] == 3333.3
+    assert "1 / (1 - 0.70)" in found[0].evidence["demand_formula"]
+    decision = resolve(found[0], idle(70.0), [idle(float(t)) for t in (0, 30, 50)], s, [])
+    # ceil(3,333.3 / 0.7 / 5,000) = 1
+    assert decision.action.kind == "scale" and decision.action.parallelism == 1
+    applied = replace(decision, status="applied", applied_time=70.0)
+    assert "no bolt near saturation" in measure(applied, idle(140.0), [idle(110.0)], s)[1]
+    assert measure(applied, idle(140.0), [idle(110.0)], s)[0]
+    # a bolt the scale-down saturated holds the spouts back: ineffective
+    assert not measure(applied, held_back_fleet(140.0, None, other_busy=0.95), [idle(110.0)], s)[0]
 
 
 def test_a_busy_moment_inside_the_grace_keeps_the_parallelism() -> None:
