@@ -11,11 +11,12 @@ first), so that the policy can fall back to the next when a resolution is blackl
 3. ``chain_bottleneck``: a chain whose process (its members' busy fractions add up in one thread)
    is saturated, though no member alone may be: split it before adding tasks;
 4. ``under_provisioned``: the busiest task at or above target + band;
-5. ``over_provisioned``: every task below target - band for the whole scale-down grace, and no
-   growing source backlog; and no backpressure at the spouts, unless every spout reports its source's
-   backlog (``keeping_up``: then the backlog, not the backpressure, says whether demand is hidden) or no
-   bolt is near saturation (``unexplained_backpressure``: then it is sized for all the backpressure
-   could hide).
+5. ``over_provisioned``: every task below target - band for the whole scale-down grace, no growing
+   source backlog and no backpressure at the spouts, unless every spout reports its source's backlog
+   and it did not grow (``keeping_up``: then the backlog, not the backpressure, says whether demand is
+   hidden); or, whatever the backlog, no bolt is near saturation (``unexplained_backpressure``: neither
+   the backpressure nor a growing backlog is a bolt's, and the scale-down is sized for all they could
+   hide).
 """
 from __future__ import annotations
 
@@ -82,9 +83,9 @@ def _of_component(comp: ComponentObservation, obs: Observation, recent: Sequence
             "busy": round(busy(top), 3), "busiest_task": top.task_id, "high": round(settings.high, 3),
             **demand(comp, obs, recent, settings)}))
     elif (not chain_hot and below_band_since(comp.name, obs, recent, settings)
-          and (spout_backpressure(obs) < BACKPRESSURE_MIN or keeping_up(obs, recent)
-               or unexplained_backpressure(obs, settings))
-          and lag_growth(obs, recent) <= 0):
+          and (unexplained_backpressure(obs, settings)
+               or (spout_backpressure(obs) < BACKPRESSURE_MIN or keeping_up(obs, recent))
+               and lag_growth(obs, recent) <= 0)):
         steady = steady_demand(comp.name, obs, recent, settings)
         if steady is not None:
             out.append(Diagnosis("over_provisioned", comp.name, {
@@ -180,9 +181,9 @@ def keeping_up(obs: Observation, recent: Sequence[Observation]) -> bool:
 def unexplained_backpressure(obs: Observation, settings: HealthSettings) -> bool:
     """Spouts held back while every bolt, and every chain's process, is below the band: none is near
     saturation, so none is what holds them. A host short of cpu does that (bench/health_hundred.py run 4:
-    100 processes on 2 cores, the spouts held 23 s of every 30 while each bolt was 1-4 % busy), and
-    fewer processes is what relieves it; a scale-down is then sized for all the backpressure could
-    hide (``steady_demand``)."""
+    100 processes on 2 cores, the spouts held 23 s of every 30 while each bolt was 1-4 % busy, falling
+    behind their source), and fewer processes is what relieves it; a scale-down is then sized for all
+    the backpressure could hide and the backlog's growth and drain (``steady_demand``)."""
     if spout_backpressure(obs) < BACKPRESSURE_MIN:
         return False
     for comp in obs.components.values():

@@ -160,6 +160,12 @@ def test_spouts_held_back_while_every_bolt_idles_size_a_scale_down_for_all_it_co
     assert measure(applied, idle(140.0), [idle(110.0)], s)[0]
     # a bolt the scale-down saturated holds the spouts back: ineffective
     assert not measure(applied, held_back_fleet(140.0, None, other_busy=0.95), [idle(110.0)], s)[0]
+    # the spouts falling behind their source there too: sized to carry its growth and drain its backlog
+    behind = lambda t: held_back_fleet(t, int(100 * t), other_busy=0.05)  # noqa: E731
+    found = [d for d in diagnose(behind(70.0), [behind(float(t)) for t in (0, 30, 50)], s) if d.component == "bolt"]
+    assert names(found) == [("over_provisioned", "bolt")]
+    # in the grace, the most at 70 s: max(1,000 / 0.3, 1,000 + 1 × 100/s) + 1 × 7,000 / 120 s
+    assert found[0].evidence["demand"] == round(1000 / 0.3 + 7000 / s.catch_up_secs, 1)
 
 
 def test_a_busy_moment_inside_the_grace_keeps_the_parallelism() -> None:
