@@ -14,9 +14,8 @@ first), so that the policy can fall back to the next when a resolution is blackl
 5. ``over_provisioned``: every task below target - band for the whole scale-down grace, no growing
    source backlog and no backpressure at the spouts, unless every spout reports its source's backlog
    and it did not grow (``keeping_up``: then the backlog, not the backpressure, says whether demand is
-   hidden); or, whatever the backlog, no bolt is near saturation (``unexplained_backpressure``: neither
-   the backpressure nor a growing backlog is a bolt's, and the scale-down is sized for all they could
-   hide).
+   hidden); or the spouts held back or falling behind while no bolt is near saturation
+   (``unexplained_shortfall``: it is not a bolt's, and the scale-down is sized for all it could hide).
 """
 from __future__ import annotations
 
@@ -83,7 +82,7 @@ def _of_component(comp: ComponentObservation, obs: Observation, recent: Sequence
             "busy": round(busy(top), 3), "busiest_task": top.task_id, "high": round(settings.high, 3),
             **demand(comp, obs, recent, settings)}))
     elif (not chain_hot and below_band_since(comp.name, obs, recent, settings)
-          and (unexplained_backpressure(obs, settings)
+          and (unexplained_shortfall(obs, recent, settings)
                or (spout_backpressure(obs) < BACKPRESSURE_MIN or keeping_up(obs, recent))
                and lag_growth(obs, recent) <= 0)):
         steady = steady_demand(comp.name, obs, recent, settings)
@@ -178,13 +177,14 @@ def keeping_up(obs: Observation, recent: Sequence[Observation]) -> bool:
             and any(o.time < obs.time for o in recent) and lag_growth(obs, recent) <= 0)
 
 
-def unexplained_backpressure(obs: Observation, settings: HealthSettings) -> bool:
-    """Spouts held back while every bolt, and every chain's process, is below the band: none is near
-    saturation, so none is what holds them. A host short of cpu does that (bench/health_hundred.py run 4:
-    100 processes on 2 cores, the spouts held 23 s of every 30 while each bolt was 1-4 % busy, falling
-    behind their source), and fewer processes is what relieves it; a scale-down is then sized for all
-    the backpressure could hide and the backlog's growth and drain (``steady_demand``)."""
-    if spout_backpressure(obs) < BACKPRESSURE_MIN:
+def unexplained_shortfall(obs: Observation, recent: Sequence[Observation], settings: HealthSettings) -> bool:
+    """Spouts held back, or falling behind their source, while every bolt, and every chain's process, is
+    below the band: none is near saturation, so none is why. A host short of cpu does that
+    (bench/health_hundred.py: 100 processes on 2 cores; run 4, the spouts held 23 s of every 30 while
+    each bolt was 1-4 % busy; run 8, their reported backlog growing while they were scarcely held), and
+    fewer processes is what relieves it; a scale-down is then sized for all the backpressure could hide
+    and the backlog's growth and drain (``steady_demand``)."""
+    if spout_backpressure(obs) < BACKPRESSURE_MIN and lag_growth(obs, recent) <= 0:
         return False
     for comp in obs.components.values():
         chain = chain_load(comp, obs) if comp.kind == "bolt" else None
@@ -231,13 +231,13 @@ def steady_demand(name: str, obs: Observation, recent: Sequence[Observation], se
     through them (the most within ``1 + DEMAND_SPREAD`` times the least), else None: a load that fell
     during the grace is sized once it has been low for a whole grace, in one step, not from a window that
     straddles the fall and then again. Sized for all that backpressure could hide (no cap on its factor);
-    under ``unexplained_backpressure`` that estimate swings with the share the spouts were held, and the
+    under ``unexplained_shortfall`` that estimate swings with the share the spouts were held, and the
     most is taken without asking it to be steady."""
     covering = [o for o in in_grace(obs, recent, settings) if name in o.components]
     found = [demand(o.components[name], o, [r for r in recent if r.time < o.time], settings, math.inf)
              for o in covering]
     rates = [float(f["demand"]) for f in found]  # type: ignore[arg-type]
-    unexplained = unexplained_backpressure(obs, settings)
+    unexplained = unexplained_shortfall(obs, recent, settings)
     if not unexplained and max(rates) > (1.0 + DEMAND_SPREAD) * min(rates):
         return None
     return {**max(found, key=lambda f: float(f["demand"])),  # type: ignore[arg-type]

@@ -214,7 +214,7 @@ def measure(decision: Decision, obs: Observation, recent: Sequence[Observation],
             ) -> tuple[bool, str]:
     """``(effective, what was measured)`` of an applied decision, against its ``expected``. Spouts held back
     count against it unless they keep up with their reported backlog (``diagnose.keeping_up``) or no bolt
-    is near saturation (``diagnose.unexplained_backpressure``: the action did not saturate one)."""
+    is near saturation (``diagnose.unexplained_shortfall``: the action did not saturate one)."""
     comp = obs.components.get(decision.component or "")
     held = dx.spout_backpressure(obs)
     if comp is None:
@@ -233,7 +233,7 @@ def measure(decision: Decision, obs: Observation, recent: Sequence[Observation],
             f"{100 * float(chain['chain_busy']):.0f}% busy"
     predicted = float(decision.expected.get("input_rate") or 0.0)
     keeping_up = dx.keeping_up(obs, recent)
-    unexplained = dx.unexplained_backpressure(obs, settings)
+    unexplained = dx.unexplained_shortfall(obs, recent, settings)
     ok = (held < dx.BACKPRESSURE_MIN or keeping_up or unexplained) and top < settings.high
     if decision.diagnosis == "under_provisioned":
         ok = ok or carried >= CARRIED * predicted

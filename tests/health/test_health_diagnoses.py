@@ -168,6 +168,28 @@ def test_spouts_held_back_while_every_bolt_idles_size_a_scale_down_for_all_it_co
     assert found[0].evidence["demand"] == round(1000 / 0.3 + 7000 / s.catch_up_secs, 1)
 
 
+def test_spouts_falling_behind_unheld_while_every_bolt_idles_size_a_scale_down_to_catch_up() -> None:
+    """bench/health_hundred.py run 8: the spouts reporting their backlog on a starved host were not held
+    back, yet fell behind (it grew), while every bolt was 1 % busy: nothing in the topology explains it."""
+    s = settings(scale_down_grace_secs=60.0)
+
+    def starved(time: float) -> object:
+        spout = component("spout", [task(1, 1000.0, 0.3, spout=True)], kind="spout", source_lag=int(50 * time))
+        bolt = component("bolt", [task(10 + i, 250.0, 0.01, service_ms=0.2) for i in range(4)])
+        return observation(time, [spout, bolt])
+
+    found = [d for d in diagnose(starved(70.0), [starved(float(t)) for t in (0, 30, 50)], s)
+             if d.component == "bolt"]
+    assert names(found) == [("over_provisioned", "bolt")]
+    # 1,000 + 1 × 50/s growth + 1 × 3,500 / 120 s to drain
+    assert found[0].evidence["demand"] == round(1000 + 50 + 3500 / s.catch_up_secs, 1)
+    # a bolt near saturation explains it: no scale-down while the backlog grows
+    busy_bolt = lambda t: observation(t, [*starved(t).components.values(), component(  # noqa: E731
+        "other", [task(20, 1000.0, 0.6, service_ms=0.6)])])
+    assert not [d for d in diagnose(busy_bolt(70.0), [busy_bolt(float(t)) for t in (0, 30, 50)], s)
+                if d.component == "bolt"]
+
+
 def test_a_busy_moment_inside_the_grace_keeps_the_parallelism() -> None:
     s = settings(scale_down_grace_secs=60.0)
     low = Pipeline(offered=500, parallelism=9)
