@@ -10,7 +10,7 @@ or ``--minutes`` in all):
 - the rate the sink carries against the rate offered, and the actions taken;
 - whether every id the spouts emitted was acked.
 
-    .venv/bin/python bench/health_hundred.py [--minutes 15 --settle 120 --interval 15]
+    .venv/bin/python bench/health_hundred.py [--minutes 15 --settle 120 --interval 15] [--report-backlog]
 
 Figures go in bench/RESULTS.md ("Health manager"), with the run's load (uptime).
 """
@@ -65,6 +65,17 @@ def figures(state: StateManager, window: float) -> Optional[dict]:
             "carried_per_sec": round(m["components"].get("sink", {}).get("execute_rate") or 0.0)}
 
 
+def symptoms_line(shown: dict) -> str:
+    """The health manager's view now, on one line: per component its busiest task, its queue, how long it
+    was held back and its source's backlog; and its newest decision that was not carried out."""
+    parts = [f"{name} busy {s['busy_max']} queue {s['queue_depth_max']} held {s['backpressure_ms']:.0f} ms"
+             + (f" backlog {s['source_lag']}" if s["source_lag"] is not None else "")
+             for name, s in sorted(shown["symptoms"].items())]
+    last = next((d for d in shown["history"] if d["status"] in ("recommended", "blocked")), None)
+    return "; ".join(parts) + (f" | {last['status']}: {last['summary']}" if last else "") + (
+        f" ({last['reason']})" if last and last["reason"] else "")
+
+
 def every_id_acked(out_dir: str) -> tuple[int, int, bool]:
     """(emitted, acked, every emitted id acked): the k-th of the spout's 25 tasks emits k, k + 25, ..."""
     emitted = acked = 0
@@ -90,6 +101,8 @@ def main() -> None:
     p.add_argument("--warmup", type=float, default=60, help="seconds in recommend mode before auto")
     p.add_argument("--interval", type=float, default=15, help="squall.health.interval.secs")
     p.add_argument("--window", type=float, default=30, help="seconds the rates and use are measured over")
+    p.add_argument("--report-backlog", action="store_true",
+                   help="the spout tasks report their backlog (ids due and not emitted) as a source's lag")
     args = p.parse_args()
     print("load before:", os.getloadavg())
     with LocalCluster() as cluster:
@@ -98,6 +111,8 @@ def main() -> None:
         argv = ["submit", TOPOLOGY, "--config-property", f"health.out.dir={out_dir}",
                 "--config-property", "squall.health.mode=recommend",
                 "--config-property", f"squall.health.interval.secs={args.interval}"]
+        if args.report_backlog:
+            argv += ["--config-property", "health.report.backlog=true"]
         started = time.monotonic()
         if squall(argv) != 0:
             raise SystemExit(f"squall submit {TOPOLOGY} failed")
@@ -110,9 +125,13 @@ def main() -> None:
             raise SystemExit("squall health --mode auto failed")
         auto_at = last_change = time.monotonic()
         actions: list = []
+        shown_at = 0.0
         while time.monotonic() - auto_at < args.minutes * 60 and time.monotonic() - last_change < args.settle:
             time.sleep(5)
             shown = health_view(state, NAME)
+            if time.monotonic() - shown_at >= 30:
+                shown_at = time.monotonic()
+                print(f"{shown_at - auto_at:.0f} s:", symptoms_line(shown))
             done = [f"{d['status']}: {d['summary']}" for d in reversed(shown["history"])
                     if d["status"] not in ("recommended", "blocked")]
             if done != actions:

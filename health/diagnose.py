@@ -11,11 +11,15 @@ first), so that the policy can fall back to the next when a resolution is blackl
 3. ``chain_bottleneck``: a chain whose process (its members' busy fractions add up in one thread)
    is saturated, though no member alone may be: split it before adding tasks;
 4. ``under_provisioned``: the busiest task at or above target + band;
-5. ``over_provisioned``: every task below target - band for the whole scale-down grace, no
-   backpressure and no growing source backlog.
+5. ``over_provisioned``: every task below target - band for the whole scale-down grace, no growing
+   source backlog and no backpressure at the spouts, unless every spout reports its source's backlog
+   and it did not grow (``keeping_up``: then the backlog, not the backpressure, says whether demand is
+   hidden); or the spouts held back or falling behind while no bolt is near saturation
+   (``unexplained_shortfall``: it is not a bolt's, and the scale-down is sized for all it could hide).
 """
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
@@ -78,7 +82,9 @@ def _of_component(comp: ComponentObservation, obs: Observation, recent: Sequence
             "busy": round(busy(top), 3), "busiest_task": top.task_id, "high": round(settings.high, 3),
             **demand(comp, obs, recent, settings)}))
     elif (not chain_hot and below_band_since(comp.name, obs, recent, settings)
-          and spout_backpressure(obs) < BACKPRESSURE_MIN and lag_growth(obs, recent) <= 0):
+          and (unexplained_shortfall(obs, recent, settings)
+               or (spout_backpressure(obs) < BACKPRESSURE_MIN or keeping_up(obs, recent))
+               and lag_growth(obs, recent) <= 0)):
         steady = steady_demand(comp.name, obs, recent, settings)
         if steady is not None:
             out.append(Diagnosis("over_provisioned", comp.name, {
@@ -161,30 +167,60 @@ def lag_growth(obs: Observation, recent: Sequence[Observation]) -> float:
     return (source_lag(obs) - source_lag(then)) / (obs.time - then.time)
 
 
+def keeping_up(obs: Observation, recent: Sequence[Observation]) -> bool:
+    """Every spout reports its source's backlog (``squall.metrics.SourcePartitions``), and it did not
+    grow: the spouts emit all that is offered, however long backpressure holds them (a held spout
+    catches up when released). Backpressure then hides no demand, as Flink's autoscaler reads a
+    source's pending records rather than its idle time. Without a backlog reported, it cannot be told."""
+    spouts = [c for c in obs.components.values() if c.kind == "spout"]
+    return (bool(spouts) and all(c.source_lag is not None for c in spouts)
+            and any(o.time < obs.time for o in recent) and lag_growth(obs, recent) <= 0)
+
+
+def unexplained_shortfall(obs: Observation, recent: Sequence[Observation], settings: HealthSettings) -> bool:
+    """Spouts held back, or falling behind their source, while every bolt, and every chain's process, is
+    below the band: none is near saturation, so none is why. A host short of cpu does that
+    (bench/health_hundred.py: 100 processes on 2 cores; run 4, the spouts held 23 s of every 30 while
+    each bolt was 1-4 % busy; run 8, their reported backlog growing while they were scarcely held), and
+    fewer processes is what relieves it; a scale-down is then sized for all the backpressure could hide
+    and the backlog's growth and drain (``steady_demand``)."""
+    if spout_backpressure(obs) < BACKPRESSURE_MIN and lag_growth(obs, recent) <= 0:
+        return False
+    for comp in obs.components.values():
+        chain = chain_load(comp, obs) if comp.kind == "bolt" else None
+        if comp.kind == "bolt" and (busy(busiest(comp)) >= settings.low
+                                    or (chain is not None and float(chain["chain_busy"]) >= settings.low)):
+            return False
+    return True
+
+
 def demand(comp: ComponentObservation, obs: Observation, recent: Sequence[Observation],
-           settings: HealthSettings) -> dict:
+           settings: HealthSettings, cap: float = GROWTH_MAX) -> dict:
     """Tuples/s the component must carry, and how it was estimated.
 
     Backpressure hides the offered rate: spouts held back a share ``b`` of the window offered
     ``observed / (1 - b)`` (Dhalion's scale-up factor), at most ``GROWTH_MAX`` times the observed
-    rate; a growing source backlog says the same, measured (``observed + growth``): the larger of the
-    two, plus the backlog drained within ``catch_up_secs``, each scaled by the component's share of the
-    spouts' rate."""
+    rate (``cap``; a scale-down is sized without it), unless their backlog is reported and did not
+    grow (``keeping_up``: they were offered what they emitted); a growing source backlog says the same,
+    measured (``observed + growth``): the larger of the two, plus the backlog drained within
+    ``catch_up_secs``, each scaled by the component's share of the spouts' rate."""
     observed = input_rate(comp)
     held = spout_backpressure(obs) if comp.kind == "bolt" else 0.0
+    hidden = held >= BACKPRESSURE_MIN and not keeping_up(obs, recent)
     spouts = spout_rate(obs)
     share = observed / spouts if comp.kind == "bolt" and spouts > 0 else 1.0
     growth = max(0.0, lag_growth(obs, recent))
     lag = source_lag(obs)
-    throttled = observed * min(GROWTH_MAX, 1.0 / max(1e-9, 1.0 - held)) if held >= BACKPRESSURE_MIN else observed
-    offered = max(throttled, observed + share * growth)
+    factor = min(cap, 1.0 / max(1e-9, 1.0 - held)) if hidden else 1.0
+    offered = max(observed * factor, observed + share * growth)
     needed = offered + share * lag / settings.catch_up_secs
+    held_term = ((f"min({cap:g}, 1 / (1 - {held:.2f}))" if math.isfinite(cap) else f"1 / (1 - {held:.2f})") if hidden
+                 else f"1 (backpressure {held:.2f}: the backlog did not grow)" if held >= BACKPRESSURE_MIN else "1")
     return {
         "observed_rate": round(observed, 1), "backpressure": round(held, 3), "lag": lag,
         "lag_growth_per_sec": round(growth, 1), "share_of_spouts": round(share, 4),
         "demand": round(needed, 1),
-        "demand_formula": (f"max({observed:.1f} × min({GROWTH_MAX:g}, 1 / (1 - {held:.2f})), "
-                           f"{observed:.1f} + {share:.3g} × {growth:.1f})"
+        "demand_formula": (f"max({observed:.1f} × {held_term}, {observed:.1f} + {share:.3g} × {growth:.1f})"
                            f" + {share:.3g} × {lag} / {settings.catch_up_secs:g} s = {needed:.1f}"),
     }
 
@@ -194,11 +230,15 @@ def steady_demand(name: str, obs: Observation, recent: Sequence[Observation], se
     """``demand`` at the observation of the last grace seconds where it was highest, when it was steady
     through them (the most within ``1 + DEMAND_SPREAD`` times the least), else None: a load that fell
     during the grace is sized once it has been low for a whole grace, in one step, not from a window that
-    straddles the fall and then again."""
+    straddles the fall and then again. Sized for all that backpressure could hide (no cap on its factor);
+    under ``unexplained_shortfall`` that estimate swings with the share the spouts were held, and the
+    most is taken without asking it to be steady."""
     covering = [o for o in in_grace(obs, recent, settings) if name in o.components]
-    found = [demand(o.components[name], o, [r for r in recent if r.time < o.time], settings) for o in covering]
+    found = [demand(o.components[name], o, [r for r in recent if r.time < o.time], settings, math.inf)
+             for o in covering]
     rates = [float(f["demand"]) for f in found]  # type: ignore[arg-type]
-    if max(rates) > (1.0 + DEMAND_SPREAD) * min(rates):
+    unexplained = unexplained_shortfall(obs, recent, settings)
+    if not unexplained and max(rates) > (1.0 + DEMAND_SPREAD) * min(rates):
         return None
     return {**max(found, key=lambda f: float(f["demand"])),  # type: ignore[arg-type]
             "demand_range": [round(min(rates), 1), round(max(rates), 1)]}

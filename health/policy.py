@@ -89,7 +89,7 @@ class HealthPolicy:
             if d.action.kind == "set_pending":
                 ok, measured = tuner.measure(d, obs)
             else:
-                ok, measured = resolve.measure(d, obs, self._settings)
+                ok, measured = resolve.measure(d, obs, self._recent, self._settings)
             out.append(replace(d, status="effective" if ok else "ineffective", reason=measured))
         for d in out:
             self._replace(d)

@@ -210,8 +210,11 @@ def _split(d: Diagnosis, obs: Observation, settings: HealthSettings) -> Decision
                      Action("split_chain", str(e["split_at"])), {"chain_busy_at_most": round(settings.high, 3)})
 
 
-def measure(decision: Decision, obs: Observation, settings: HealthSettings) -> tuple[bool, str]:
-    """``(effective, what was measured)`` of an applied decision, against its ``expected``."""
+def measure(decision: Decision, obs: Observation, recent: Sequence[Observation], settings: HealthSettings
+            ) -> tuple[bool, str]:
+    """``(effective, what was measured)`` of an applied decision, against its ``expected``. Spouts held back
+    count against it unless they keep up with their reported backlog (``diagnose.keeping_up``) or no bolt
+    is near saturation (``diagnose.unexplained_shortfall``: the action did not saturate one)."""
     comp = obs.components.get(decision.component or "")
     held = dx.spout_backpressure(obs)
     if comp is None:
@@ -229,8 +232,12 @@ def measure(decision: Decision, obs: Observation, settings: HealthSettings) -> t
         return float(chain["chain_busy"]) < settings.high, f"chain {' -> '.join(chain['chain'])} " \
             f"{100 * float(chain['chain_busy']):.0f}% busy"
     predicted = float(decision.expected.get("input_rate") or 0.0)
-    ok = held < dx.BACKPRESSURE_MIN and top < settings.high
+    keeping_up = dx.keeping_up(obs, recent)
+    unexplained = dx.unexplained_shortfall(obs, recent, settings)
+    ok = (held < dx.BACKPRESSURE_MIN or keeping_up or unexplained) and top < settings.high
     if decision.diagnosis == "under_provisioned":
         ok = ok or carried >= CARRIED * predicted
     return ok, (f"carries {carried:,.1f} tuples/s (predicted {predicted:,.1f}), busiest task {100 * top:.0f}% busy, "
-                f"spouts held back {100 * held:.0f}% of the window")
+                f"spouts held back {100 * held:.0f}% of the window"
+                + (", their backlog not growing" if keeping_up and held >= dx.BACKPRESSURE_MIN
+                   else ", no bolt near saturation" if unexplained else ""))

@@ -6,13 +6,16 @@ there: its first ``n`` ids were emitted, those acked so far; a restarted task re
 ``health.ids`` (ids in all), ``health.rate`` (ids per second per spout task; a file ``rate`` in
 ``health.out.dir``, when there, overrides it while running: how bench steps the load),
 ``health.sleep.ms`` (the bolt's sleep per tuple; a file ``sleep.ms`` in ``health.out.dir``, when there,
-overrides it while running: how bench/health_pending.py doubles the service time).
+overrides it while running: how bench/health_pending.py doubles the service time), ``health.report.backlog``
+(when true, each spout task reports its backlog, the ids due by its pace and not emitted yet, as a source
+spout reports its lag: ``squall.metrics.SourcePartitions``).
 """
 import json
 import os
 import time
 
 from squall import Bolt, Grouping, Spout, TopologyBuilder
+from squall.metrics import SOURCE_PARTITIONS, SourcePartitions
 
 FLUSH_SECS = 0.2
 
@@ -35,6 +38,13 @@ class PacedIds(Spout):
         self.started = time.monotonic()
         self.emitted = 0
         self.flushed_at = 0.0
+        if config.get("health.report.backlog"):
+            context.register_metric(SOURCE_PARTITIONS, SourcePartitions(self.backlog))
+
+    def backlog(self):
+        """Ids due by the pace and not emitted yet, and those to replay: what a held-back spout owes."""
+        due = min((time.monotonic() - self.started) * self.rate, (self.ids - self.next) / self.step + self.emitted)
+        return {f"ids-{self.task}": max(0, int(due) - self.emitted) + len(self.replay)}
 
     def next_tuple(self):
         now = time.monotonic()
