@@ -12,11 +12,11 @@ import pytest
 
 from squall.idl import schema
 from squall.metrics_schema import ERROR_COUNT, ERRORS, PENDING
-from squall.runtime.metrics_store import COARSE_SECS, ERRORS_KEPT, FINE_SECS, MINUTE, MetricsStore, Sample
+from squall.runtime.metrics_store import BUCKETS_SECS, COARSE_SECS, ERRORS_KEPT, MINUTE, MetricsStore, Sample
 
 COMPONENTS = ("spout", "split", "count")
 TASKS = range(1, 13)
-WINDOWS = (None, 30, 60, 300, 600, 900)  # 900: past FINE_SECS, answered from minutes
+WINDOWS = (None, 30, 60, 120, 300, 600, 900)  # past BUCKETS_SECS (120), answered from minutes
 
 
 def irregular_rows(seed):
@@ -47,13 +47,12 @@ def irregular_rows(seed):
                 backpressure_ms=rng.choice((0.0, 0.0, rng.uniform(0.0, 5000.0))), user=json.dumps(user), pid=task,
                 container=1, cpu_percent=None if rng.random() < 0.05 else rng.uniform(0.0, 100.0),
                 rss_mb=rng.uniform(20.0, 60.0))
-            if rng.random() < 0.02:
-                held_back.append(r)  # comes a few buckets late
+            if rng.random() < (0.02 if b < 160 else 0.1):  # more in the last buckets, kept as they came
+                held_back.append((b + rng.randrange(2, 5), r))  # comes 2-4 buckets late
             else:
                 rows.append(r)
-            if held_back and rng.random() < 0.2:
-                rows.append(held_back.pop(0))
-    return rows + held_back
+        rows += [r for due, r in held_back if due == b]
+    return rows + [r for due, r in held_back if due >= 180]
 
 
 class Reference:
@@ -70,7 +69,7 @@ class Reference:
             self.total.setdefault(t, Sample()).merge(s)
             fine = self.fine.setdefault(t, [])
             fine.append(s)
-            while fine[0].ts < s.ts - FINE_SECS:
+            while fine[0].ts < s.ts - BUCKETS_SECS:
                 fine.pop(0)
             minutes = self.minutes.setdefault(t, [])
             if not minutes or minutes[-1].minute != int(s.ts // MINUTE):
@@ -95,7 +94,7 @@ class Reference:
         for t in sorted(self.last):
             if window:
                 merged = Sample()
-                chosen = [s for s in (self.minutes[t] if window > FINE_SECS else self.fine[t]) if s.ts > now - window]
+                chosen = [s for s in (self.minutes[t] if window > BUCKETS_SECS else self.fine[t]) if s.ts > now - window]
                 for s in chosen:
                     merged.merge(s)
                 per_task[t] = figures(merged, merged, chosen, self.errors[t][-ERRORS_KEPT:], self.error_count[t])
@@ -109,7 +108,7 @@ class Reference:
             merged, chosen = Sample(), []
             for t in mine:
                 if window:
-                    held = self.minutes[t] if window > FINE_SECS else self.fine[t]
+                    held = self.minutes[t] if window > BUCKETS_SECS else self.fine[t]
                     chosen += [s for s in held if s.ts > now - window]
                     for s in held:
                         if s.ts > now - window:
