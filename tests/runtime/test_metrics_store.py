@@ -35,11 +35,13 @@ def test_percentiles_are_of_bucket_means_weighted_by_their_tuples():
     for k in range(99):
         store.add(row(1000.0 + k, executed=10, latency=1.0, secs=1.0))
     store.add(row(1099.0, executed=10, latency=50.0, secs=1.0))  # one slow bucket in a hundred
-    task = store.response(window_secs=600, now=1100.0).tasks[0]
+    task = store.response(window_secs=120, now=1100.0).tasks[0]
     assert task.execute_latency_p50_ms == 1.0
     assert task.execute_latency_p99_ms == 1.0  # 1% of the tuples is not above the 99th percentile
+    # past BUCKETS_SECS a window reads minutes: 1080-1099's mean is (19 x 10 x 1 + 10 x 50) / 200 tuples
+    assert store.response(window_secs=600, now=1100.0).tasks[0].execute_latency_p99_ms == 3.45
     store.add(row(1100.0, executed=30, latency=50.0, secs=1.0))
-    task = store.response(window_secs=600, now=1100.0).tasks[0]
+    task = store.response(window_secs=120, now=1100.0).tasks[0]
     assert task.execute_latency_p99_ms == 50.0 and task.execute_latency_p50_ms == 1.0
     assert percentile([(3.0, 1), (1.0, 1), (2.0, 2)], 0.5) == 2.0 and percentile([], 0.5) is None
 
