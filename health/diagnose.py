@@ -214,8 +214,10 @@ def demand(comp: ComponentObservation, obs: Observation, recent: Sequence[Observ
     factor = min(cap, 1.0 / max(1e-9, 1.0 - held)) if hidden else 1.0
     offered = max(observed * factor, observed + share * growth)
     needed = offered + share * lag / settings.catch_up_secs
-    held_term = ((f"min({cap:g}, 1 / (1 - {held:.2f}))" if math.isfinite(cap) else f"1 / (1 - {held:.2f})") if hidden
-                 else f"1 (backpressure {held:.2f}: the backlog did not grow)" if held >= BACKPRESSURE_MIN else "1")
+    if not hidden:
+        held_term = f"1 (backpressure {held:.2f}: the backlog did not grow)" if held >= BACKPRESSURE_MIN else "1"
+    else:
+        held_term = f"min({cap:g}, 1 / (1 - {held:.2f}))" if math.isfinite(cap) else f"1 / (1 - {held:.2f})"
     return {
         "observed_rate": round(observed, 1), "backpressure": round(held, 3), "lag": lag,
         "lag_growth_per_sec": round(growth, 1), "share_of_spouts": round(share, 4),
