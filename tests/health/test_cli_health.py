@@ -89,7 +89,8 @@ def test_recommend_shows_the_decision_changes_nothing_and_auto_then_applies_it(s
     squall(capsys, "submit", os.path.join(TOPOLOGIES, "health_paced.py"),
            "--config-property", f"health.out.dir={out_dir}", "--config-property", f"health.ids={IDS}",
            "--config-property", "squall.health.interval.secs=1",
-           "--config-property", "squall.health.stabilization.secs=2")  # the pending tuner may act first
+           "--config-property", "squall.health.stabilization.secs=2",  # the pending tuner may act first
+           "--config-property", "topology.builtin.metrics.bucket.size.secs=1")  # a round's window holds a bucket
 
     def scale_up(h):
         return next((d for d in h["history"] if d["status"] == "recommended" and d["action"]["kind"] == "scale"

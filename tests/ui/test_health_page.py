@@ -23,7 +23,8 @@ def test_the_pending_recommendation_is_shown_first_and_applied_from_the_page(bro
     out = os.path.join(local.home, "paced-out")
     os.makedirs(out)
     local.run("submit", PACED, "--config-property", f"health.out.dir={out}", "--config-property", "health.ids=100000",
-              "--config-property", "squall.health.interval.secs=1")
+              "--config-property", "squall.health.interval.secs=1",
+              "--config-property", "topology.builtin.metrics.bucket.size.secs=1")  # a round's window holds a bucket
     try:
         def scale_up():
             pending = local.get("/api/v1/topologies/paced/health")["pending"]
