@@ -140,12 +140,13 @@ class Buckets:
     def __getitem__(self, i: int) -> Sample:
         return self.items[i]
 
-    def append(self, s: Sample, before: array) -> None:
+    def append(self, s: Sample, total: Sample) -> None:
+        """Append ``s``; ``total``: the task's sums before it (copied only where they are kept)."""
         items = self.items
         if len(items) >= 2:  # the pair that was newest: its newer bucket no longer grows
             self.descents += items[-2].ts > items[-1].ts
         if not items or self.added % self.every == 0:
-            s.before = before
+            s.before = array("d", _sums(total))
         self.added += 1
         items.append(s)
 
@@ -201,17 +202,16 @@ class TaskMetrics:
 
     def add(self, row: Any) -> None:
         s = Sample(row)
-        before = array("d", _sums(self.total))
         self.last = s
-        self.total.merge(s)
-        self.fine.append(s, before)
-        self.fine.drop_before(s.ts - BUCKETS_SECS)
+        self.fine.append(s, self.total)  # before the total takes it in: the sums before it
         minute = int(s.ts // MINUTE)
         if not self.minutes or self.minutes[-1].minute != minute:
             m = Sample()
             m.minute = minute
-            self.minutes.append(m, before)
+            self.minutes.append(m, self.total)
         self.minutes[-1].merge(s)
+        self.total.merge(s)
+        self.fine.drop_before(s.ts - BUCKETS_SECS)
         self.minutes.drop_before(s.ts - COARSE_SECS)
         if not any(carries(row.user, key) for key in (ERRORS, SOURCE_PARTITIONS, PENDING)):
             return
