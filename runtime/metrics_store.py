@@ -283,19 +283,33 @@ def _mean(total: float, weight: float) -> Optional[float]:
     return total / weight if weight else None
 
 
+RATES = (("emit_rate", "emitted"), ("execute_rate", "executed"), ("ack_rate", "acked"), ("fail_rate", "failed"))
+
+
+def _rate(s: Sample, count: str) -> float:
+    return getattr(s, count) / (s.secs or 1.0)
+
+
+def _capacity(s: Sample) -> Optional[float]:
+    """Storm's busy fraction: ms in ``process()`` over the time covered."""
+    return s.exec_sum / 1000 / s.secs if s.secs else None
+
+
+def _cpu_percent(s: Sample) -> Optional[float]:
+    return s.cpu_sum / s.secs if s.secs else None
+
+
 def _summary(component: str, task_id: Optional[int], s: Sample, pairs: Optional[tuple], rates_of: Sample,
              errors: Iterable, error_count: int) -> Any:
     """A MetricsSummary of merged sample ``s``; ``pairs``: its buckets' latencies (``latency_pairs``, for
     percentiles: windows only), ``rates_of``: what the rates are of (the window, or the last bucket)."""
-    secs = rates_of.secs or 1.0
     out = schema.MetricsSummary(
         component=component, task_id=task_id, emitted=s.emitted, executed=s.executed, acked=s.acked,
-        failed=s.failed, emit_rate=rates_of.emitted / secs, execute_rate=rates_of.executed / secs,
-        ack_rate=rates_of.acked / secs, fail_rate=rates_of.failed / secs,
+        failed=s.failed, **{rate: _rate(rates_of, count) for rate, count in RATES},
         execute_latency_ms=_mean(s.exec_sum, s.exec_w), process_latency_ms=_mean(s.proc_sum, s.proc_w),
         window_secs=s.secs, complete_latency_ms=_mean(s.compl_sum, s.compl_w),
-        capacity=s.exec_sum / 1000 / s.secs if s.secs else None, queue_depth=s.queue, queue_depth_max=s.queue_max,
-        backpressure_ms=s.bp_ms, cpu_percent=s.cpu_sum / s.secs if s.secs else None, rss_mb=s.rss,
+        capacity=_capacity(s), queue_depth=s.queue, queue_depth_max=s.queue_max,
+        backpressure_ms=s.bp_ms, cpu_percent=_cpu_percent(s), rss_mb=s.rss,
         errors=list(errors), error_count=error_count)
     if pairs is not None:
         (out.execute_latency_p50_ms, out.execute_latency_p99_ms), (out.process_latency_p50_ms,
@@ -437,15 +451,14 @@ class MetricsStore:
         errors = sorted((e for t in tasks for e in t.errors), key=lambda e: e.time)[-ERRORS_KEPT:]
         out = _summary(name, None, merged, pairs, merged, errors, sum(t.error_count for t in tasks))
         # rates, queue, cpu and memory add up over tasks; capacity and backpressure are the busiest task's
-        for rate, count in (("emit_rate", "emitted"), ("execute_rate", "executed"), ("ack_rate", "acked"),
-                            ("fail_rate", "failed")):
-            setattr(out, rate, sum(getattr(r, count) / (r.secs or 1.0) for _, _, r, _ in parts))
+        for rate, count in RATES:
+            setattr(out, rate, sum(_rate(r, count) for _, _, r, _ in parts))
         out.window_secs = max((s.secs or 0.0) for s in merged_of)
         out.queue_depth = sum(s.queue or 0 for s in merged_of)
         out.queue_depth_max = max((s.queue_max or 0) for s in merged_of)
-        out.cpu_percent = sum(s.cpu_sum / s.secs if s.secs else 0.0 for s in merged_of)
+        out.cpu_percent = sum(_cpu_percent(s) or 0.0 for s in merged_of)
         out.rss_mb = sum(s.rss or 0.0 for s in merged_of)
-        out.capacity = max((s.exec_sum / 1000 / s.secs for s in merged_of if s.secs), default=None)
+        out.capacity = max((c for c in map(_capacity, merged_of) if c is not None), default=None)
         out.backpressure_ms = max((s.bp_ms or 0.0) for s in merged_of)
         open_trees = [t.pending for t in tasks if t.pending is not None]
         out.pending = sum(open_trees) if open_trees else None
