@@ -8,7 +8,7 @@ SQUALL := $(VENV)/bin/squall
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: setup.py
+$(VENV)/.installed: setup.py runtime/instance/_emit.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip "setuptools>=64" wheel
 	$(PY) -m pip install -q -e '.[all,test]'

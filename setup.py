@@ -6,7 +6,7 @@ the top of site-packages.
 """
 import os
 
-from setuptools import setup
+from setuptools import Extension, setup
 
 LAYERS = ["conf", "packing", "state", "scheduler", "runtime", "yarn", "health", "reports", "ui", "connectors", "testing"]
 
@@ -31,6 +31,9 @@ HDFS = ["pyarrow>=10"]  # checkpoint storage and the file connectors on HDFS (py
 KAFKA = ["confluent-kafka>=2.3"]  # the Kafka connectors (librdkafka; its mock cluster is the test broker)
 PROFILE = ["py-spy>=0.3"]  # squall profile --flame from outside the process, where it may be traced
 PACKAGES = _packages()
+# The at-most-once fast emit in C (runtime/instance/_emit.c), built with the machine's compiler at
+# install. Optional: where it cannot be built, the install goes on and the pure Python emit runs.
+COMPILED = [Extension("squall.runtime.instance._emit", ["runtime/instance/_emit.c"], optional=True)]
 
 setup(
     name="squall",
@@ -39,6 +42,7 @@ setup(
     python_requires=">=3.9",
     packages=list(PACKAGES),
     package_dir=PACKAGES,
+    ext_modules=COMPILED,
     package_data={"squall": ["*.thrift"], "squall.conf": ["*.yaml"], "squall.ui": ["templates/*.html", "static/*"]},
     # what runtime processes need, and so what ships to every YARN container
     install_requires=RUNTIME,

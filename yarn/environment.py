@@ -106,7 +106,8 @@ def package_env(out: str, python: str = sys.executable, requirement: Optional[st
 
 
 def _copy_source(root: str, dest: str) -> str:
-    ignore = shutil.ignore_patterns(".*", "__pycache__", "*.egg-info", "build", "tests", "bench", "docs")
+    # a compiled module built in place for this machine is built again by the install
+    ignore = shutil.ignore_patterns(".*", "__pycache__", "*.egg-info", "*.so", "build", "tests", "bench", "docs")
     shutil.copytree(root, dest, ignore=ignore)
     return dest
 

@@ -16,9 +16,16 @@ right, if slower.)
 
 Where a line inlines a method (``Batch.add_span``, ``Batch.join``,
 ``AckTracker.start``), a comment names it: a change to one is a change to both.
+
+At most once, outside a chain, ``self.emit(values)`` runs in C where the extension
+``_emit.c`` was built (``compiled_emit``): the same steps as ``fast_emit``'s untracked
+path, without a Python frame (a Python frame a word was most of what a tuple cost
+between processes). ``SQUALL_PURE_PYTHON=1`` in the environment keeps the pure Python
+emit, which stays the reference and is what runs wherever the extension is missing.
 """
 from __future__ import annotations
 
+import os
 import time
 from itertools import compress
 from operator import itemgetter
@@ -34,6 +41,21 @@ from squall.stream import DEFAULT_STREAM
 
 if TYPE_CHECKING:
     from squall.runtime.instance.state import InstanceState
+
+try:
+    from squall.runtime.instance._emit import CompiledEmit
+except ImportError:  # not built (setup.py: optional): the pure Python emit runs
+    CompiledEmit = None
+
+
+def compiled_emit(inst: InstanceState, emit: EmitMethod) -> EmitMethod:
+    """``emit`` (an untracked fast emit, or a spout's wrapper of one) with ``self.emit(values)`` in C,
+    and every other call passed on to it; ``emit`` itself where the extension is not built or
+    ``SQUALL_PURE_PYTHON`` is set."""
+    if CompiledEmit is None or os.environ.get("SQUALL_PURE_PYTHON"):
+        return emit
+    return CompiledEmit(inst.fast_routes, inst.batches, inst.emit_cell, inst.send_batch, inst.append, emit, DEFAULT_STREAM,
+                        Batch)
 
 
 class FastEmit(NamedTuple):
@@ -100,6 +122,8 @@ def runtime_class(inst: InstanceState, cls: type) -> type:
             methods["emit"] = spout_emit
         else:
             methods["emit"] = emit
+        if not inst.chained and not inst.reliable:
+            methods["emit"] = compiled_emit(inst, methods["emit"])
     if not inst.chained and inst.fast_path and not own_emit and not own_emit_many:
         many = fast_emit_many(inst, emit)
         if not own_columns:

@@ -1,13 +1,27 @@
-"""The instance's fast emit path routes, batches and counts exactly like the generic one."""
+"""The instance's fast emit path routes, batches and counts exactly like the generic one: every test
+twice, with the compiled emit (``runtime/instance/_emit.c``, where it was built) and the pure Python."""
 import msgpack
 import pytest
 
 from squall import Bolt, Grouping, Spout, Stream, TopologyBuilder
 from squall.idl import schema
 from squall.logical import task_ids
+from squall.runtime.instance import emit as emit_module
 from squall.runtime.instance import make_instance
 from squall.runtime.protocol import DATA_HEADER_SIZE, FrameReader, frame_dest
 from squall.runtime.routing import RoutingError, stable_hash
+
+
+@pytest.fixture(autouse=True, params=["compiled", "pure"])
+def emit_kind(request, monkeypatch):
+    """The emit the instances made in the test get (``emit.compiled_emit`` reads the environment)."""
+    if request.param == "pure":
+        monkeypatch.setenv("SQUALL_PURE_PYTHON", "1")
+    elif emit_module.CompiledEmit is None:
+        pytest.skip("the compiled emit (runtime/instance/_emit.c) was not built here")
+    else:
+        monkeypatch.delenv("SQUALL_PURE_PYTHON", raising=False)
+    return request.param
 
 
 class Src(Spout):
@@ -131,6 +145,7 @@ def test_unsubscribed_stream_wrong_arity_and_overridden_emit():
         spout.emit(["only the key"])
     with pytest.raises(RoutingError, match="no output stream"):
         spout.emit(["k", 1], stream="nope")
+    CountingSrc.calls = 0
     counting = CountingSrc()
     inst, sinks = instance(build(Grouping.GLOBAL, src_class=CountingSrc), counting)
     assert counting.emit(["k", 1]) == (min(sinks),) and CountingSrc.calls == 1
