@@ -2,15 +2,16 @@
 
 Off, sampling costs nothing on the emit path: the component's class has the methods ``emit.py`` made
 for it, untouched. Turned on (``squall sample``, ``topology.debug``), ``Sampler`` puts wrappers of its
-``emit`` and ``emit_many`` on the class (the runtime subclass made for this task alone), and takes them
+``emit``, ``emit_many`` and ``emit_columns`` on the class (the runtime subclass made for this task alone), and takes them
 off again when it turns off: one class attribute swap each way, from the state manager's thread (the
 loop picks the new method at its next emit).
 
 Which emits are written is random per emit, not every n-th (a pattern in the keys would bias it): the
 number of emits skipped until the next sampled one is drawn from the geometric distribution of the
 percentage, which is the same as a coin tossed on every emit, for one random number per sampled emit.
-``emit_many`` samples its list the same way; an ``emit`` called inside it (the base class's
-``emit_many`` loops over ``emit``) is not sampled a second time.
+``emit_many`` samples its list the same way, and ``emit_columns`` its tuples (each written as its
+values, a field from each column); an ``emit`` called inside either (the base class's ``emit_many``
+loops over ``emit``, its ``emit_columns`` calls ``emit_many``) is not sampled a second time.
 
 An event is one JSON line: ``{"time", "component", "task", "stream", "id", "values"}`` (``id``: a
 spout's message id, else null; what JSON cannot hold is written as its ``repr``). Lines are buffered
@@ -107,7 +108,7 @@ class Sampler:
         self.clock = clock
         self.cls = type(inst.component)
         # the class's own methods (None: inherited), put back when sampling turns off
-        self.own = {name: self.cls.__dict__.get(name) for name in ("emit", "emit_many")}
+        self.own = {name: self.cls.__dict__.get(name) for name in ("emit", "emit_many", "emit_columns")}
         self.percent = 0.0
 
     def set_percent(self, percent: float) -> None:
@@ -123,32 +124,49 @@ class Sampler:
         if percent <= 0:
             log.info("task %d (%s): sampling off", self.inst.task_id, self.inst.component_name)
             return
-        emit, emit_many = self._sampled(skips(percent))
-        self.cls.emit = emit
-        self.cls.emit_many = emit_many
+        self.cls.emit, self.cls.emit_many, self.cls.emit_columns = self._sampled(skips(percent))
         log.info("task %d (%s): sampling %g%% of its emits into %s", self.inst.task_id, self.inst.component_name,
                  percent, self.events.path)
 
-    def _sampled(self, next_skip: Callable[[], int]) -> tuple[Callable, Callable]:
-        """Wrappers of the class's ``emit`` and ``emit_many`` (as they are now) that write the sampled
-        emits."""
-        inner, inner_many = self.cls.emit, self.cls.emit_many
+    def _sampled(self, next_skip: Callable[[], int]) -> tuple[Callable, Callable, Callable]:
+        """Wrappers of the class's ``emit``, ``emit_many`` and ``emit_columns`` (as they are now) that
+        write the sampled emits."""
+        inner, inner_many, inner_columns = self.cls.emit, self.cls.emit_many, self.cls.emit_columns
         component, task = self.inst.component_name, self.inst.task_id
         add, clock = self.events.add, self.clock
         left = next_skip()  # emits until the next sampled one
-        depth = 0  # inside emit_many: its emits are sampled there
+        depth = 0  # inside emit_many or emit_columns: its emits are sampled there
 
         def write(stream: str, tup_id: object, values: Sequence[object]) -> None:
             add(event_line(component, task, stream, tup_id, values, clock()))
 
-        def sample_many(stream: str, tup_ids: Optional[Sequence[object]], values_list: Sequence) -> None:
+        def sample_rows(stream: str, tup_ids: Optional[Sequence[object]], n: int,
+                        row: Callable[[int], Sequence[object]]) -> None:
+            """The sampled ones of ``n`` tuples emitted in one call (``row(i)``: the values of the i-th)."""
             nonlocal left
-            n = len(values_list)
             i = left - 1
             while i < n:
-                write(stream, None if tup_ids is None else tup_ids[i], values_list[i])
+                write(stream, None if tup_ids is None else tup_ids[i], row(i))
                 i += next_skip()
             left = i - n + 1
+
+        def sample_many(stream: str, tup_ids: Optional[Sequence[object]], values_list: Sequence) -> None:
+            sample_rows(stream, tup_ids, len(values_list), values_list.__getitem__)
+
+        def sample_columns(stream: str, tup_ids: Optional[Sequence[object]],
+                           columns: Sequence[Sequence[object]]) -> None:
+            sample_rows(stream, tup_ids, len(columns[0]) if columns else 0, lambda i: [col[i] for col in columns])
+
+        def around(call: Callable[[], None]) -> bool:
+            """Run ``call`` (an inner emit of many tuples); True unless it runs inside another such
+            emit (which samples its tuples itself)."""
+            nonlocal depth
+            depth += 1
+            try:
+                call()
+            finally:
+                depth -= 1
+            return not depth
 
         if self.inst.is_spout:
             def emit(spout: object, values: Sequence[object], tup_id: object = None, stream: str = DEFAULT_STREAM,
@@ -165,15 +183,14 @@ class Sampler:
 
             def emit_many(spout: object, values_list: Iterable, tup_ids: Optional[Sequence[object]] = None,
                           stream: str = DEFAULT_STREAM) -> None:
-                nonlocal depth
                 values_list = values_list if values_list.__class__ is list else list(values_list)
-                depth += 1
-                try:
-                    inner_many(spout, values_list, tup_ids, stream)
-                finally:
-                    depth -= 1
-                if not depth:
+                if around(lambda: inner_many(spout, values_list, tup_ids, stream)):
                     sample_many(stream, tup_ids, values_list)
+
+            def emit_columns(spout: object, columns: Sequence[Sequence[object]],
+                             tup_ids: Optional[Sequence[object]] = None, stream: str = DEFAULT_STREAM) -> None:
+                if around(lambda: inner_columns(spout, columns, tup_ids, stream)):
+                    sample_columns(stream, tup_ids, columns)
         else:
             def emit(bolt: object, values: Sequence[object], stream: str = DEFAULT_STREAM,
                      anchors: Optional[Iterable] = None, direct_task: Optional[int] = None) -> tuple:
@@ -189,14 +206,13 @@ class Sampler:
 
             def emit_many(bolt: object, values_list: Iterable, stream: str = DEFAULT_STREAM,
                           anchors: Optional[Iterable] = None) -> None:
-                nonlocal depth
                 values_list = values_list if values_list.__class__ is list else list(values_list)
-                depth += 1
-                try:
-                    inner_many(bolt, values_list, stream, anchors)
-                finally:
-                    depth -= 1
-                if not depth:
+                if around(lambda: inner_many(bolt, values_list, stream, anchors)):
                     sample_many(stream, None, values_list)
 
-        return emit, emit_many
+            def emit_columns(bolt: object, columns: Sequence[Sequence[object]], stream: str = DEFAULT_STREAM,
+                             anchors: Optional[Iterable] = None) -> None:
+                if around(lambda: inner_columns(bolt, columns, stream, anchors)):
+                    sample_columns(stream, None, columns)
+
+        return emit, emit_many, emit_columns

@@ -57,6 +57,18 @@ def test_emit_many_is_sampled_once_per_tuple(cls):
     assert 1800 <= len(events) <= 2200
 
 
+@pytest.mark.parametrize("cls", [Src, OwnEmit])
+def test_emit_columns_is_sampled_once_per_tuple_with_its_values(cls):
+    columns = [[f"k{n}" for n in range(300)], list(range(300))]
+    events, inst, _ = sampled(cls, 100, lambda s: s.emit_columns(columns, list(range(300)), stream="side"))
+    assert [(e["id"], e["values"], e["stream"]) for e in events] == [(n, [f"k{n}", n], "side") for n in range(300)]
+    assert inst.emit_count == 300
+    events, _, _ = sampled(cls, 10, lambda s: [s.emit_columns([[f"k{n}" for n in range(k, k + 100)],
+                                                              list(range(k, k + 100))]) for k in range(0, 20000, 100)])
+    assert 1800 <= len(events) <= 2200
+    assert all(e["values"] == [f"k{e['values'][1]}", e["values"][1]] for e in events)
+
+
 def test_off_puts_the_class_s_own_methods_back_and_emits_still_go_out():
     spout = Src()
     inst, sinks = instance(build(Grouping.GLOBAL, par=1), spout)
@@ -69,7 +81,7 @@ def test_off_puts_the_class_s_own_methods_back_and_emits_still_go_out():
     assert cls.__dict__["emit"] is not own["emit"]
     spout.emit(["a", 1])
     sampler.set_percent(0)
-    assert cls.__dict__["emit"] is own["emit"] and cls.__dict__["emit_many"] is own["emit_many"]
+    assert all(cls.__dict__[name] is own[name] for name in ("emit", "emit_many", "emit_columns"))
     spout.emit(["b", 2])
     assert frames(inst) == {sinks[0]: [["default", [["a", 1], ["b", 2]]]]}
 
