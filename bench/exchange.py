@@ -29,6 +29,11 @@ at most once.
 ``--against REF`` runs every round twice, once on git revision REF's code
 (``bench/revision.py``) and once on this tree, alternately, and prints both
 and their ratio (this tree / REF).
+
+At most once the instances' ``self.emit(values)`` is the compiled emit where it
+was built (docs/runtime.md, "The compiled emit"); ``SQUALL_PURE_PYTHON=1`` in
+this script's environment measures the pure Python one. ``bench/exchange_bound.py``
+measures what two plain Python processes make of the same exchange.
 """
 from __future__ import annotations
 
