@@ -32,7 +32,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence
 
 from squall.component import Tuple, column_count, rows_of
-from squall.runtime.acking import ROOT_BITS, TASK_SHIFT, Span, random_bits
+from squall.runtime.acking import ROOT_BITS, TASK_SHIFT, Span, new_value, random_bits
 from squall.runtime.instance.batch import NO_ANCHOR, Batch
 from squall.runtime.instance.edge import Edge, EmitColumnsMethod, EmitManyMethod, EmitMethod
 from squall.runtime.instance.tuples import Received
@@ -280,9 +280,9 @@ def fast_emit_many(inst: InstanceState, emit: EmitMethod) -> EmitManyMethod:
     order (a known key's destination found at C speed in the same ``str_key_cache`` as ``emit``'s)
     and each destination's share goes into its batch by slices (``Batch.fill``), with no Python
     call a tuple. At least once, a bolt's share is anchored as ``emit`` anchors it: one span a
-    batch, a share of the received span's value (``Batch.join``). Anything else (another stream,
-    explicit anchors, a spout's ids at least once, values of the wrong length) goes through
-    ``emit``, one call a tuple.
+    batch, a share of the received span's value (``Batch.join``); a spout's list with ids opens a
+    tree each and is one span in all of them (``spout_trees``). Anything else (another stream,
+    explicit anchors, values of the wrong length) goes through ``emit``, one call a tuple.
     """
     fast = inst.fast_routes
     batches = inst.batches
@@ -290,6 +290,29 @@ def fast_emit_many(inst: InstanceState, emit: EmitMethod) -> EmitManyMethod:
     emits = inst.emit_cell
     tracked = inst.reliable
     auto_anchor = tracked and not inst.is_spout and inst.auto_anchor
+
+    def spout_trees(stream: str, route: tuple, values_list: list, tup_ids: Sequence[object]) -> None:
+        """A spout's list with ids, at least once: a tree each, and the list one span in all of them
+        (a span a destination batch), as a chain hands it on and as ``emit_columns`` sends a spout's
+        columns: the call's tuples are acked together, and a fail of any fails every tree of the call."""
+        if route[5] is None:  # route[5]: the chooser; None: nothing subscribes (a tree without spans is complete)
+            for tup_id in tup_ids:
+                inst.complete(tup_id, 0.0)
+            return
+        roots = [inst.open_tree() for _ in tup_ids]
+        xor = 0
+        for batch, vals in per_destination(route, batches, values_list):
+            while True:
+                value = new_value()
+                xor ^= value
+                batch.add_span(stream, vals[0], roots, value)
+                vals = batch.fill(stream, vals[1:])
+                if batch.full:
+                    send(batch)
+                if not vals:
+                    break
+        for root, tup_id in zip(roots, tup_ids):
+            inst.start_tree(root, tup_id, xor, 0.0)
 
     def each(component: object, values_list: list, stream: str, anchors: Optional[Iterable[Tuple]],
              tup_ids: Optional[Sequence[object]]) -> None:
@@ -307,13 +330,16 @@ def fast_emit_many(inst: InstanceState, emit: EmitMethod) -> EmitManyMethod:
         if values_list.__class__ is not list:  # any iterable, as a loop of emits takes
             values_list = list(values_list)
         route = fast.get(stream)
-        if (route is None or not values_list or (tracked and (tup_ids is not None or anchors is not None))
+        if (route is None or not values_list or (tracked and anchors is not None)
                 or set(map(len, values_list)) != {route[0]}):  # route[0]: the values an emit must have
             each(component, values_list, stream, anchors, tup_ids)
             return
         if tup_ids is not None and len(tup_ids) != len(values_list):
             raise ValueError(f"emit_many: {len(values_list)} values but {len(tup_ids)} tup_ids")
         emits[0] += len(values_list)
+        if tracked and tup_ids is not None:  # a spout's ids (a bolt's emit_many takes none)
+            spout_trees(stream, route, values_list, tup_ids)
+            return
         if route[5] is None:  # route[5]: the chooser; None: nothing subscribes to this stream
             return
         anchor = (inst.anchor_span or inst.anchor()) if auto_anchor else None

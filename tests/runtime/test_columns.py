@@ -240,6 +240,15 @@ class ColumnSrc(Spout):
         self.failed.append(tup_id)
 
 
+class RowSrc(ColumnSrc):
+    """The same words as rows, one ``emit_many`` with ids."""
+
+    def next_tuple(self):
+        if self.todo:
+            words, self.todo = self.todo, []
+            self.emit_many([[w] for w in words], tup_ids=list(words))
+
+
 def frames_of(process, ftype):
     """The raw frames of type ``ftype`` that ``process`` sent (flushed); the rest are dropped."""
     process.flush_all()
@@ -248,17 +257,19 @@ def frames_of(process, ftype):
     return out
 
 
+@pytest.mark.parametrize("source", [ColumnSrc, RowSrc])
 @pytest.mark.parametrize("words, acked", [(["a", "b", "c"], True), (["a", "fail", "c"], False)])
-def test_a_spout_s_columns_with_ids_across_processes_are_one_span_in_all_their_trees(words, acked):
+def test_a_spout_s_columns_or_list_with_ids_across_processes_are_one_span_in_all_their_trees(source, words, acked):
     topo = topology("ATLEAST_ONCE")
-    src = ColumnSrc(words)
+    src = source(words)
     spout, mid, sink = make(topo, "a_src", SRC, src), make(topo, "b_mid", MID, Mid()), make(topo, "c_out", OUT, Out())
     for process in (spout, mid, sink):
         process.on_frame(plan_frame(), 0.0)
     spout.spout_burst()
     (data,) = frames_of(spout, DATA)
-    ((stream, columns, spans, n),) = msgpack.unpackb(data[DATA_HEADER_SIZE:])[1]
-    assert (stream, columns, n) == ("default", [words], 3)
+    ((stream, vals, spans, *n),) = msgpack.unpackb(data[DATA_HEADER_SIZE:])[1]
+    assert (stream, vals, n) == (("default", [words], [3]) if source is ColumnSrc else
+                                 ("default", [[w] for w in words], []))
     assert spans[0] == 0 and len(spans) == 3 and len(spans[1]) == 3, "one span in the three trees"
     assert src.acked == src.failed == []
     mid.on_frame(data, 0.0)

@@ -204,3 +204,22 @@ def test_emit_many_of_a_shuffled_stream_spreads_evenly_and_checks_its_values():
         spout.emit_many([["k", 1], ["only the key"]])
     with pytest.raises(ValueError, match="2 values but 1 tup_ids"):
         spout.emit_many([["k", 1], ["k", 2]], tup_ids=[1])
+
+
+class IdSrc(Src):
+    def initialize(self, config, context):
+        self.acked = []
+
+    def ack(self, tup_id):
+        self.acked.append(tup_id)
+
+
+def test_a_spout_s_list_with_ids_on_a_stream_nothing_subscribes_to_completes_at_once():
+    from squall.logical import with_overrides
+
+    spout = IdSrc()
+    topology = with_overrides(build(Grouping.SHUFFLE, par=2), {"topology.reliability.mode": "ATLEAST_ONCE"})
+    inst, _ = instance(topology, spout)
+    spout.initialize({}, None)
+    spout.emit_many([["x1"], ["x2"]], tup_ids=["a", "b"], stream="unused")
+    assert spout.acked == ["a", "b"] and inst.emit_count == 2 and not frames(inst)
