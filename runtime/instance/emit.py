@@ -336,10 +336,14 @@ def fast_emit_many(inst: InstanceState, emit: EmitMethod) -> EmitManyMethod:
             return
         if tup_ids is not None and len(tup_ids) != len(values_list):
             raise ValueError(f"emit_many: {len(values_list)} values but {len(tup_ids)} tup_ids")
-        emits[0] += len(values_list)
         if tracked and tup_ids is not None:  # a spout's ids (a bolt's emit_many takes none)
-            spout_trees(stream, route, values_list, tup_ids)
+            if any(tup_id is None for tup_id in tup_ids):  # some untracked: a tuple at a time, as emit takes them
+                each(component, values_list, stream, anchors, tup_ids)
+            else:
+                emits[0] += len(values_list)
+                spout_trees(stream, route, values_list, tup_ids)
             return
+        emits[0] += len(values_list)
         if route[5] is None:  # route[5]: the chooser; None: nothing subscribes to this stream
             return
         anchor = (inst.anchor_span or inst.anchor()) if auto_anchor else None
