@@ -9,7 +9,8 @@ The batch-API word count of ``bench/exchange.py`` (wc_bench_batch.py's user code
 - **fused**: one process splits and counts each batch of 100 sentences;
 - **exchange 2/2**: two processes split (each makes its own sentences: no spout process) and send
   each word to one of two counting processes by its key, over a pipe each, in frames of up to 1,000
-  rows (``--shapes``: also 1/1, one process splitting and one counting: a pipeline, a core each). Each word is cut out by destination at C speed (one byte a row, ``bytes.translate`` and
+  rows (``--shapes``: also 1/1, one process splitting and one counting: a pipeline, a core each).
+  Each word is cut out by destination at C speed (one byte a row, ``bytes.translate`` and
   ``compress``), the frame serialised with ``--codec`` (``marshal``: the fastest serialiser of the
   standard library; ``msgpack``: what Squall sends), read and deserialised by its counter, which
   counts it as ``BatchCount`` does.
@@ -191,39 +192,32 @@ def counter(ins: List[int], codec: str, report: int, api: str) -> None:
     os.write(report, HEADER.pack(words))
 
 
+def fork(keep: List[int], every: List[int], run: Callable[[], None]) -> int:
+    """A child process that closes the pipe ends of ``every`` but ``keep`` (a pipe's reader sees its
+    end once its writers close theirs), runs ``run`` and exits; its pid."""
+    pid = os.fork()
+    if pid == 0:
+        for fd in every:
+            if fd not in keep:
+                os.close(fd)
+        run()
+        os._exit(0)
+    return pid
+
+
 def exchange(seconds: float, codec: str, api: str, splitters: int = 2, counters: int = 2) -> float:
     """Words/s counted by ``counters`` processes fed by ``splitters`` processes for ``seconds``."""
     pipes = [[os.pipe() for _ in range(counters)] for _ in range(splitters)]  # [splitter][counter]
     report_r, report_w = os.pipe()
     start = time.perf_counter()
     deadline = start + seconds
-    children = []
-    for c in range(counters):
-        pid = os.fork()
-        if pid == 0:
-            for s in range(splitters):
-                for c2 in range(counters):
-                    os.close(pipes[s][c2][1])
-                    if c2 != c:
-                        os.close(pipes[s][c2][0])
-            counter([pipes[s][c][0] for s in range(splitters)], codec, report_w, api)
-            os._exit(0)
-        children.append(pid)
-    for s in range(splitters):
-        pid = os.fork()
-        if pid == 0:
-            for s2 in range(splitters):
-                for c in range(counters):
-                    os.close(pipes[s2][c][0])
-                    if s2 != s:
-                        os.close(pipes[s2][c][1])
-            splitter([pipes[s][c][1] for c in range(counters)], codec, deadline, api)
-            os._exit(0)
-        children.append(pid)
-    for row in pipes:
-        for r, w in row:
-            os.close(r)
-            os.close(w)
+    every = [fd for row in pipes for pair in row for fd in pair]
+    ins = [[pipes[s][c][0] for s in range(splitters)] for c in range(counters)]
+    outs = [[pipes[s][c][1] for c in range(counters)] for s in range(splitters)]
+    children = [fork(ins[c], every, lambda c=c: counter(ins[c], codec, report_w, api)) for c in range(counters)]
+    children += [fork(outs[s], every, lambda s=s: splitter(outs[s], codec, deadline, api)) for s in range(splitters)]
+    for fd in every:
+        os.close(fd)
     for pid in children:
         os.waitpid(pid, 0)
     elapsed = time.perf_counter() - start
@@ -256,9 +250,10 @@ def main() -> None:
             for shape in ("fused 1/1/1", "1/2/2"):
                 name = f"{args.api} {shape}"
                 file, *props = exchange_bench.RUNS[name]
-                words = wordcount_e2e.run(args.seconds, 4.0, *props, topology=os.path.join(TOPOLOGIES, file))
-                ratios.setdefault(f"Squall {shape}", []).append(words["words_per_sec"] / base)
-                line.append(f"Squall {shape} {words['words_per_sec'] / 1e3:,.0f}k ({words['words_per_sec'] / base:.2f}x)")
+                words = wordcount_e2e.run(args.seconds, 4.0, *props,
+                                          topology=os.path.join(TOPOLOGIES, file))["words_per_sec"]
+                ratios.setdefault(f"Squall {shape}", []).append(words / base)
+                line.append(f"Squall {shape} {words / 1e3:,.0f}k ({words / base:.2f}x)")
         print(f"round {r + 1} ({args.api} API, {os.cpu_count()} cores): " + ", ".join(line), flush=True)
     target = "batch 1/2/2: >= 1.2x" if args.api == "batch" else "tuple 1/2/2: >= 1.3x"
     print(f"against the plain fused loop, {args.api} API, median over rounds (issue 30's target for Squall's {target}"

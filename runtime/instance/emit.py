@@ -54,8 +54,8 @@ def compiled_emit(inst: InstanceState, emit: EmitMethod) -> EmitMethod:
     ``SQUALL_PURE_PYTHON`` is set."""
     if CompiledEmit is None or os.environ.get("SQUALL_PURE_PYTHON"):
         return emit
-    return CompiledEmit(inst.fast_routes, inst.batches, inst.emit_cell, inst.send_batch, inst.append, emit, DEFAULT_STREAM,
-                        Batch)
+    return CompiledEmit(inst.fast_routes, inst.batches, inst.emit_cell, inst.send_batch, inst.append, emit,
+                        DEFAULT_STREAM, Batch)
 
 
 class FastEmit(NamedTuple):
@@ -281,7 +281,7 @@ def fast_emit_many(inst: InstanceState, emit: EmitMethod) -> EmitManyMethod:
     and each destination's share goes into its batch by slices (``Batch.fill``), with no Python
     call a tuple. At least once, a bolt's share is anchored as ``emit`` anchors it: one span a
     batch, a share of the received span's value (``Batch.join``); a spout's list with ids opens a
-    tree each and is one span in all of them (``spout_trees``). Anything else (another stream,
+    tree each and is one span in all of them (``start_trees``). Anything else (another stream,
     explicit anchors, values of the wrong length) goes through ``emit``, one call a tuple.
     """
     fast = inst.fast_routes
@@ -291,15 +291,9 @@ def fast_emit_many(inst: InstanceState, emit: EmitMethod) -> EmitManyMethod:
     tracked = inst.reliable
     auto_anchor = tracked and not inst.is_spout and inst.auto_anchor
 
-    def spout_trees(stream: str, route: tuple, values_list: list, tup_ids: Sequence[object]) -> None:
-        """A spout's list with ids, at least once: a tree each, and the list one span in all of them
-        (a span a destination batch), as a chain hands it on and as ``emit_columns`` sends a spout's
-        columns: the call's tuples are acked together, and a fail of any fails every tree of the call."""
-        if route[5] is None:  # route[5]: the chooser; None: nothing subscribes (a tree without spans is complete)
-            for tup_id in tup_ids:
-                inst.complete(tup_id, 0.0)
-            return
-        roots = [inst.open_tree() for _ in tup_ids]
+    def row_spans(stream: str, route: tuple, values_list: list, roots: List[int]) -> int:
+        """A spout's list into its batches as one span in the trees ``roots`` (a span a destination
+        batch); the XOR of the spans' values (``start_trees``)."""
         xor = 0
         for batch, vals in per_destination(route, batches, values_list):
             while True:
@@ -311,8 +305,7 @@ def fast_emit_many(inst: InstanceState, emit: EmitMethod) -> EmitManyMethod:
                     send(batch)
                 if not vals:
                     break
-        for root, tup_id in zip(roots, tup_ids):
-            inst.start_tree(root, tup_id, xor, 0.0)
+        return xor
 
     def each(component: object, values_list: list, stream: str, anchors: Optional[Iterable[Tuple]],
              tup_ids: Optional[Sequence[object]]) -> None:
@@ -341,7 +334,8 @@ def fast_emit_many(inst: InstanceState, emit: EmitMethod) -> EmitManyMethod:
                 each(component, values_list, stream, anchors, tup_ids)
             else:
                 emits[0] += len(values_list)
-                spout_trees(stream, route, values_list, tup_ids)
+                start_trees(inst, tup_ids, None if route[5] is None else  # route[5]: the chooser
+                            lambda roots: row_spans(stream, route, values_list, roots))
             return
         emits[0] += len(values_list)
         if route[5] is None:  # route[5]: the chooser; None: nothing subscribes to this stream
@@ -359,6 +353,23 @@ def fast_emit_many(inst: InstanceState, emit: EmitMethod) -> EmitManyMethod:
                     break
 
     return emit_many
+
+
+def start_trees(inst: InstanceState, tup_ids: Sequence[object],
+                send_spans: Optional[Callable[[List[int]], int]]) -> None:
+    """A spout's tuples with ids emitted in one call, at least once: a tree each, and every span of
+    the call in all their trees, as a chain hands them on (``emit_many`` and ``emit_columns`` across
+    processes). The call's tuples are acked together, and a fail of any fails every tree of the call.
+    ``send_spans(roots)`` puts the tuples into their batches in the trees ``roots`` and returns the
+    XOR of the spans' values; None: nothing subscribes, and a tree without spans is complete at once."""
+    if send_spans is None:
+        for tup_id in tup_ids:
+            inst.complete(tup_id, 0.0)
+        return
+    roots = [inst.open_tree() for _ in tup_ids]
+    xor = send_spans(roots)
+    for root, tup_id in zip(roots, tup_ids):
+        inst.start_tree(root, tup_id, xor, 0.0)
 
 
 def per_destination(route: tuple, batches: Dict[int, Batch], values_list: list) -> List[tuple]:
@@ -431,7 +442,8 @@ def fast_emit_columns(inst: InstanceState, many: EmitManyMethod) -> EmitColumnsM
             raise ValueError(f"emit_columns: {n} tuples but {len(tup_ids)} tup_ids")
         emits[0] += n
         if trees and tup_ids is not None:
-            emit_trees(stream, columns, route, tup_ids)
+            start_trees(inst, tup_ids, (lambda roots: column_spans(stream, columns, route, roots))
+                        if route.subscribed else None)
             return
         if not route.subscribed or not n:
             return
@@ -439,20 +451,14 @@ def fast_emit_columns(inst: InstanceState, many: EmitManyMethod) -> EmitColumnsM
         for dest, cols, owned in shares_of(route, columns):
             add_columns(batches[dest], stream, cols, anchor, owned, None)
 
-    def emit_trees(stream: str, columns: Sequence[Sequence[object]], route: ColumnRoute,
-                   tup_ids: Sequence[object]) -> None:
-        """A spout's columns with ids, at least once: a tree each, and every span of the call in all
-        their trees (as a chain hands them on: a fail of any of the tuples fails every tree)."""
-        if not route.subscribed:
-            for tup_id in tup_ids:
-                inst.complete(tup_id, 0.0)  # a tree without spans is complete at once
-            return
-        roots = [inst.open_tree() for _ in tup_ids]
+    def column_spans(stream: str, columns: Sequence[Sequence[object]], route: ColumnRoute,
+                     roots: List[int]) -> int:
+        """A spout's columns into their batches as spans in the trees ``roots``; the XOR of the spans'
+        values (``start_trees``)."""
         xor = 0
         for dest, cols, owned in shares_of(route, columns):
             xor ^= add_columns(batches[dest], stream, cols, None, owned, roots)
-        for root, tup_id in zip(roots, tup_ids):
-            inst.start_tree(root, tup_id, xor, 0.0)
+        return xor
 
     def add_columns(batch: Batch, stream: str, cols: Sequence[Sequence[object]], anchor: Optional[Span],
                     owned: bool, roots: Optional[List[int]]) -> int:

@@ -2,9 +2,9 @@
 
 Off, sampling costs nothing on the emit path: the component's class has the methods ``emit.py`` made
 for it, untouched. Turned on (``squall sample``, ``topology.debug``), ``Sampler`` puts wrappers of its
-``emit``, ``emit_many`` and ``emit_columns`` on the class (the runtime subclass made for this task alone), and takes them
-off again when it turns off: one class attribute swap each way, from the state manager's thread (the
-loop picks the new method at its next emit).
+``emit``, ``emit_many`` and ``emit_columns`` on the class (the runtime subclass made for this task
+alone), and takes them off again when it turns off: one class attribute swap each way, from the state
+manager's thread (the loop picks the new method at its next emit).
 
 Which emits are written is random per emit, not every n-th (a pattern in the keys would bias it): the
 number of emits skipped until the next sampled one is drawn from the geometric distribution of the

@@ -214,23 +214,23 @@ class IdSrc(Src):
         self.acked.append(tup_id)
 
 
-def test_a_spout_s_list_with_ids_on_a_stream_nothing_subscribes_to_completes_at_once():
+def reliable_instance(spout):
+    """``spout``'s instance at least once, its default stream shuffled to two tasks."""
     from squall.logical import with_overrides
 
+    return instance(with_overrides(build(Grouping.SHUFFLE, par=2), {"topology.reliability.mode": "ATLEAST_ONCE"}),
+                    spout)[0]
+
+
+def test_a_spout_s_list_with_ids_on_a_stream_nothing_subscribes_to_completes_at_once():
     spout = IdSrc()
-    topology = with_overrides(build(Grouping.SHUFFLE, par=2), {"topology.reliability.mode": "ATLEAST_ONCE"})
-    inst, _ = instance(topology, spout)
-    spout.initialize({}, None)
+    inst = reliable_instance(spout)
     spout.emit_many([["x1"], ["x2"]], tup_ids=["a", "b"], stream="unused")
     assert spout.acked == ["a", "b"] and inst.emit_count == 2 and not frames(inst)
 
 
 def test_a_spout_s_list_with_some_ids_none_tracks_only_the_tuples_with_ids():
-    from squall.logical import with_overrides
-
-    spout = IdSrc()
-    topology = with_overrides(build(Grouping.SHUFFLE, par=2), {"topology.reliability.mode": "ATLEAST_ONCE"})
-    inst, _ = instance(topology, spout)
-    spout.emit_many([["k", 1], ["k", 2], ["k", 3]], tup_ids=["a", None, "c"])
+    inst = reliable_instance(IdSrc())
+    inst.component.emit_many([["k", 1], ["k", 2], ["k", 3]], tup_ids=["a", None, "c"])
     assert len(inst.tracker) == 2 and inst.emit_count == 3
     assert sum(len(vals) for runs in frames(inst).values() for _s, vals, _spans in runs) == 3
