@@ -19,7 +19,8 @@
 #include <Python.h>
 #include <structmember.h>
 
-enum { STREAM, VALS, LIMIT, TARGETS, SLOTS };
+enum { STREAM, VALS, LIMIT, TARGETS, SPANS, ANCHOR, SLOTS, TUP_ID = SLOTS, NAMES };
+enum { UNTRACKED, ANCHORED, SPOUT };  /* at most once; a tracked bolt's (or a spout's emit without an id); a spout's */
 
 typedef struct {
     PyObject_HEAD
@@ -33,9 +34,24 @@ typedef struct {
     PyObject *stream;   /* the default stream's name */
     PyObject *batch_type;
     Py_ssize_t offsets[SLOTS]; /* of batch_type's slots in its objects; -1: read by name */
+    int mode;           /* UNTRACKED, ANCHORED or SPOUT */
+    /* at least once (NULL at most once) */
+    PyObject *inst;     /* the InstanceState: a bolt's anchor (inst.anchor_span or inst.anchor()), a spout's
+                           inst.complete and inst.tracker.open_root */
+    int auto_anchor;    /* a bolt that anchors its emits to the tuple being processed */
+    PyObject *task_id;
+    /* a spout's trees (NULL otherwise): fast_emit's tracked spout path */
+    PyObject *trees;    /* inst.tracker.trees: root -> [tup_id, xor, emitted at] */
+    PyObject *bits;     /* random_bits(n) */
+    PyObject *clock;    /* time.monotonic() */
+    PyObject *task_bits;  /* the task id above a root's random bits */
+    PyObject *root_bits;  /* ROOT_BITS */
+    PyObject *no_anchor;  /* NO_ANCHOR */
 } CompiledEmit;
 
-static PyObject *slot_names[SLOTS];
+static PyObject *slot_names[NAMES];  /* the Batch slots', then tup_id */
+static PyObject *str_anchor_span, *str_anchor, *str_join, *str_open_run, *str_complete, *str_tracker, *str_open_root;
+static PyObject *sixty_four, *zero_seconds;
 
 /* batch.<slot>: a new reference, or NULL with the error set */
 static PyObject *slot_of(CompiledEmit *self, PyObject *batch, int slot) {
@@ -47,6 +63,19 @@ static PyObject *slot_of(CompiledEmit *self, PyObject *batch, int slot) {
         }
     }
     return PyObject_GetAttr(batch, slot_names[slot]);
+}
+
+/* batch.<slot> = value */
+static int set_slot(CompiledEmit *self, PyObject *batch, int slot, PyObject *value) {
+    if (Py_TYPE(batch) == (PyTypeObject *)self->batch_type && self->offsets[slot] >= 0) {
+        PyObject **at = (PyObject **)((char *)batch + self->offsets[slot]);
+        PyObject *old = *at;
+        Py_INCREF(value);
+        *at = value;
+        Py_XDECREF(old);
+        return 0;
+    }
+    return PyObject_SetAttr(batch, slot_names[slot], value);
 }
 
 /* values[index] as Python's subscript takes it; a new reference, or NULL with the error set */
@@ -120,29 +149,20 @@ static PyObject *route_values(CompiledEmit *self, PyObject *route, PyObject *val
     return batch_of_task(self, PyObject_CallOneArg(choose, values));
 }
 
-/* ``values`` into ``batch``'s open run (or a new run: ``inst.append``), the batch sent when full */
-static int add_to_batch(CompiledEmit *self, PyObject *batch, PyObject *values) {
-    PyObject *stream = slot_of(self, batch, STREAM);
-    if (!stream) return -1;
-    int same = stream == self->stream ? 1 : PyObject_RichCompareBool(stream, self->stream, Py_EQ);
-    Py_DECREF(stream);
-    if (same < 0) return -1;
-    if (!same) {
-        PyObject *done = PyObject_CallFunctionObjArgs(self->append, batch, self->stream, values, NULL);
-        Py_XDECREF(done);
-        return done ? 0 : -1;
-    }
-    PyObject *vals = slot_of(self, batch, VALS);
-    if (!vals) return -1;
-    if (!PyList_CheckExact(vals)) {
-        Py_DECREF(vals);
-        PyErr_SetString(PyExc_TypeError, "CompiledEmit: a batch's vals must be a list");
-        return -1;
-    }
-    int failed = PyList_Append(vals, values);
-    Py_ssize_t held = PyList_GET_SIZE(vals);
-    Py_DECREF(vals);
-    if (failed) return -1;
+/* len(list) where ``list`` (a new reference, consumed) must be a list; -1 with the error set */
+static Py_ssize_t list_size(PyObject *list) {
+    if (!list) return -1;
+    Py_ssize_t size = -1;
+    if (PyList_CheckExact(list))
+        size = PyList_GET_SIZE(list);
+    else
+        PyErr_SetString(PyExc_TypeError, "CompiledEmit: a batch's vals and spans must be lists");
+    Py_DECREF(list);
+    return size;
+}
+
+/* ``batch`` sent when it holds its ``limit`` (``Batch.full``), its open run holding ``held`` values */
+static int send_if_full(CompiledEmit *self, PyObject *batch, Py_ssize_t held) {
     PyObject *limit = slot_of(self, batch, LIMIT);
     if (!limit) return -1;
     Py_ssize_t most = PyLong_AsSsize_t(limit);
@@ -156,10 +176,177 @@ static int add_to_batch(CompiledEmit *self, PyObject *batch, PyObject *values) {
     return 0;
 }
 
-static PyObject *fast_emit_call(CompiledEmit *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+/* ``values`` appended to ``batch``'s open run (its stream is this emit's), the batch sent when full */
+static int append_values(CompiledEmit *self, PyObject *batch, PyObject *values) {
+    PyObject *vals = slot_of(self, batch, VALS);
+    if (!vals) return -1;
+    if (!PyList_CheckExact(vals)) {
+        Py_DECREF(vals);
+        PyErr_SetString(PyExc_TypeError, "CompiledEmit: a batch's vals must be a list");
+        return -1;
+    }
+    int failed = PyList_Append(vals, values);
+    Py_ssize_t held = PyList_GET_SIZE(vals);
+    Py_DECREF(vals);
+    if (failed) return -1;
+    return send_if_full(self, batch, held);
+}
+
+/* 1 if ``batch``'s open run is of the default stream, 0 if not, -1 with the error set */
+static int same_stream(CompiledEmit *self, PyObject *batch) {
+    PyObject *stream = slot_of(self, batch, STREAM);
+    if (!stream) return -1;
+    int same = stream == self->stream ? 1 : PyObject_RichCompareBool(stream, self->stream, Py_EQ);
+    Py_DECREF(stream);
+    return same;
+}
+
+/* At most once: ``values`` into ``batch``'s open run (or a new run: ``inst.append``), the batch sent
+   when full */
+static int add_to_batch(CompiledEmit *self, PyObject *batch, PyObject *values) {
+    int same = same_stream(self, batch);
+    if (same < 0) return -1;
+    if (!same) {
+        PyObject *done = PyObject_CallFunctionObjArgs(self->append, batch, self->stream, values, NULL);
+        Py_XDECREF(done);
+        return done ? 0 : -1;
+    }
+    return append_values(self, batch, values);
+}
+
+/* At least once: ``values`` anchored to ``anchor`` (a received Span, or None: not tracked), as
+   ``fast_emit``'s tracked path: into the batch's open span when that is ``anchor``'s, else through
+   ``Batch.join`` (a new run, or a new span: a sentence's first word for this batch) */
+static int join_batch(CompiledEmit *self, PyObject *batch, PyObject *values, PyObject *anchor) {
+    int same = same_stream(self, batch);
+    if (same < 0) return -1;
+    if (same) {
+        PyObject *open = slot_of(self, batch, ANCHOR);
+        if (!open) return -1;
+        Py_DECREF(open);  /* only its identity is compared */
+        if (open == anchor) return append_values(self, batch, values);
+    }
+    PyObject *done = PyObject_CallMethodObjArgs(batch, str_join, self->stream, values, anchor, NULL);
+    if (!done) return -1;
+    Py_DECREF(done);
+    Py_ssize_t held = list_size(slot_of(self, batch, VALS));
+    return held < 0 ? -1 : send_if_full(self, batch, held);
+}
+
+/* The span a bolt's emit joins: ``inst.anchor_span or inst.anchor()`` (None: the bolt does not
+   auto-anchor, or the tuple being processed is acked or not tracked); a new reference */
+static PyObject *anchor_of(CompiledEmit *self) {
+    if (!self->auto_anchor) Py_RETURN_NONE;
+    PyObject *span = PyObject_GetAttr(self->inst, str_anchor_span);
+    if (!span) return NULL;
+    int held = PyObject_IsTrue(span);
+    if (held) {
+        if (held > 0) return span;
+        Py_DECREF(span);
+        return NULL;
+    }
+    Py_DECREF(span);
+    return PyObject_CallMethodNoArgs(self->inst, str_anchor);
+}
+
+/* A spout's tuple with an id starts a tree of its own in ``batch`` (``fast_emit``'s tracked spout
+   path, with new_value(), fresh_root() and AckTracker.start() inlined as there): a new span whose
+   value's random bits name the root too */
+static int start_tree(CompiledEmit *self, PyObject *batch, PyObject *values, PyObject *tup_id) {
+    PyObject *value = NULL, *root = NULL, *masked = NULL, *now = NULL, *entry = NULL, *spans = NULL;
+    int result = -1;
+    value = PyObject_CallOneArg(self->bits, sixty_four);
+    if (!value) goto done;
+    int nonzero = PyObject_IsTrue(value);
+    if (nonzero < 0) goto done;
+    if (!nonzero) {  /* ``bits(64) or 1`` */
+        Py_DECREF(value);
+        value = PyLong_FromLong(1);
+        if (!value) goto done;
+    }
+    masked = PyNumber_And(value, self->root_bits);
+    if (!masked) goto done;
+    root = PyNumber_Or(self->task_bits, masked);
+    if (!root) goto done;
+    now = PyObject_CallNoArgs(self->clock);
+    if (!now) goto done;
+    entry = PyList_New(3);
+    if (!entry) goto done;
+    Py_INCREF(tup_id);
+    Py_INCREF(value);
+    Py_INCREF(now);
+    PyList_SET_ITEM(entry, 0, tup_id);
+    PyList_SET_ITEM(entry, 1, value);
+    PyList_SET_ITEM(entry, 2, now);
+    PyObject *held = PyDict_SetDefault(self->trees, root, entry);  /* borrowed */
+    if (!held) goto done;
+    if (held != entry) {  /* an open tree has this root: inst.tracker.open_root draws another */
+        PyObject *tracker = PyObject_GetAttr(self->inst, str_tracker);
+        if (!tracker) goto done;
+        Py_DECREF(root);
+        root = PyObject_CallMethodObjArgs(tracker, str_open_root, self->task_id, tup_id, value, now, NULL);
+        Py_DECREF(tracker);
+        if (!root) goto done;
+    }
+    int same = same_stream(self, batch);
+    if (same < 0) goto done;
+    if (!same) {
+        PyObject *done_run = PyObject_CallMethodObjArgs(batch, str_open_run, self->stream, Py_True, NULL);
+        if (!done_run) goto done;
+        Py_DECREF(done_run);
+    }
+    spans = slot_of(self, batch, SPANS);
+    if (!spans) goto done;
+    if (!PyList_CheckExact(spans)) {
+        PyErr_SetString(PyExc_TypeError, "CompiledEmit: a batch's spans must be a list");
+        goto done;
+    }
+    Py_ssize_t start = list_size(slot_of(self, batch, VALS));
+    if (start < 0) goto done;
+    PyObject *at = PyLong_FromSsize_t(start);  /* Batch.add_span inlined */
+    if (!at) goto done;
+    int failed = PyList_Append(spans, at) || PyList_Append(spans, root) || PyList_Append(spans, value);
+    Py_DECREF(at);
+    if (failed || set_slot(self, batch, ANCHOR, self->no_anchor) < 0) goto done;
+    result = append_values(self, batch, values);
+done:
+    Py_XDECREF(value);
+    Py_XDECREF(masked);
+    Py_XDECREF(root);
+    Py_XDECREF(now);
+    Py_XDECREF(entry);
+    Py_XDECREF(spans);
+    return result;
+}
+
+/* The values of a call this emit takes: ``emit(values)``, and for a spout at least once
+   ``emit(values, tup_id)`` or ``emit(values, tup_id=...)`` (``*tup_id`` borrowed; Py_None without).
+   NULL for every other call, which goes to the fallback. */
+static PyObject *values_of(CompiledEmit *self, PyObject *const *args, size_t nargsf, PyObject *kwnames,
+                           PyObject **tup_id) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (nargs != 2 || kwnames) return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
-    PyObject *values = args[1];
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    *tup_id = Py_None;
+    if (nargs == 2 && !nkw) return args[1];
+    if (self->mode != SPOUT) return NULL;
+    if (nargs == 3 && !nkw) {
+        *tup_id = args[2];
+        return args[1];
+    }
+    if (nargs == 2 && nkw == 1) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, 0);
+        if (name == slot_names[TUP_ID] || (PyUnicode_Check(name) && PyUnicode_Compare(name, slot_names[TUP_ID]) == 0)) {
+            *tup_id = args[2];
+            return args[1];
+        }
+    }
+    return NULL;
+}
+
+static PyObject *fast_emit_call(CompiledEmit *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    PyObject *tup_id;
+    PyObject *values = values_of(self, args, nargsf, kwnames, &tup_id);
+    if (!values) return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
     PyObject *route = PyDict_GetItemWithError(self->routes, self->stream);
     if (!route) {
         if (PyErr_Occurred()) return NULL;
@@ -181,34 +368,72 @@ static PyObject *fast_emit_call(CompiledEmit *self, PyObject *const *args, size_
     if (!batch) return NULL;
     if (batch == Py_None) {  /* nothing subscribes to the stream */
         Py_DECREF(batch);
+        if (tup_id != Py_None) {  /* a tree without spans is complete at once */
+            PyObject *done = PyObject_CallMethodObjArgs(self->inst, str_complete, tup_id, zero_seconds, NULL);
+            if (!done) return NULL;
+            Py_DECREF(done);
+        }
         return PyTuple_New(0);
     }
-    PyObject *targets = NULL;
-    if (add_to_batch(self, batch, values) == 0) targets = slot_of(self, batch, TARGETS);
+    int failed;
+    if (self->mode == UNTRACKED) {
+        failed = add_to_batch(self, batch, values);
+    } else if (tup_id != Py_None) {
+        failed = start_tree(self, batch, values, tup_id);
+    } else {
+        PyObject *anchor = anchor_of(self);
+        failed = anchor ? join_batch(self, batch, values, anchor) : -1;
+        Py_XDECREF(anchor);
+    }
+    PyObject *targets = failed ? NULL : slot_of(self, batch, TARGETS);
     Py_DECREF(batch);
     return targets;
 }
 
+/* An object field of the emit: the i-th, in the order of the constructor's arguments; NULL past the last */
+static PyObject **field(CompiledEmit *self, int i) {
+    PyObject **fields[] = {&self->routes, &self->batches, &self->emits, &self->send, &self->append, &self->fallback,
+                           &self->stream, &self->batch_type, &self->inst, &self->task_id, &self->trees, &self->bits,
+                           &self->clock, &self->task_bits, &self->root_bits, &self->no_anchor};
+    return i < (int)(sizeof fields / sizeof *fields) ? fields[i] : NULL;
+}
+
 static PyObject *fast_emit_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *routes, *batches, *emits, *send, *append, *fallback, *stream, *batch_type;
-    static char *names[] = {"routes", "batches", "emits", "send", "append", "fallback", "stream", "batch_type", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!O!OOOUO!:CompiledEmit", names, &PyDict_Type, &routes,
-                                     &PyDict_Type, &batches, &PyList_Type, &emits, &send, &append, &fallback, &stream,
-                                     &PyType_Type, &batch_type))
+    PyObject *given[16] = {NULL};
+    int auto_anchor = 0;
+    static char *names[] = {"routes", "batches", "emits", "send", "append", "fallback", "stream", "batch_type",
+                            "inst", "auto_anchor", "task_id", "trees", "bits", "clock", "task_bits", "root_bits",
+                            "no_anchor", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!O!OOOUO!|$OpOO!OOOOO:CompiledEmit", names, &PyDict_Type,
+                                     &given[0], &PyDict_Type, &given[1], &PyList_Type, &given[2], &given[3], &given[4],
+                                     &given[5], &given[6], &PyType_Type, &given[7], &given[8], &auto_anchor, &given[9],
+                                     &PyDict_Type, &given[10], &given[11], &given[12], &given[13], &given[14],
+                                     &given[15]))
         return NULL;
+    int mode = !given[8] ? UNTRACKED : !given[10] ? ANCHORED : SPOUT;
+    for (int i = 9; i < 16; i++) {
+        if (mode == SPOUT && !given[i]) {
+            PyErr_SetString(PyExc_TypeError, "CompiledEmit: a spout's emit needs trees, bits, clock, task_id, "
+                                             "task_bits, root_bits and no_anchor");
+            return NULL;
+        }
+        if (mode != SPOUT && given[i]) {
+            PyErr_SetString(PyExc_TypeError, "CompiledEmit: only a spout's emit (inst and trees) takes them");
+            return NULL;
+        }
+    }
     CompiledEmit *self = (CompiledEmit *)type->tp_alloc(type, 0);
     if (!self) return NULL;
     self->vectorcall = (vectorcallfunc)fast_emit_call;
-    PyObject **slots[] = {&self->routes, &self->batches, &self->emits, &self->send, &self->append, &self->fallback,
-                          &self->stream, &self->batch_type};
-    PyObject *given[] = {routes, batches, emits, send, append, fallback, stream, batch_type};
-    for (int i = 0; i < 8; i++) {
-        Py_INCREF(given[i]);
-        *slots[i] = given[i];
+    self->mode = mode;
+    self->auto_anchor = auto_anchor;
+    for (int i = 0; i < 16; i++) {
+        Py_XINCREF(given[i]);
+        *field(self, i) = given[i];
     }
     for (int i = 0; i < SLOTS; i++) {  /* a slot of __slots__ is a member descriptor of an object pointer */
         self->offsets[i] = -1;
-        PyObject *descr = PyObject_GetAttr(batch_type, slot_names[i]);
+        PyObject *descr = PyObject_GetAttr(given[7], slot_names[i]);
         if (!descr) {
             PyErr_Clear();
             continue;
@@ -223,26 +448,14 @@ static PyObject *fast_emit_new(PyTypeObject *type, PyObject *args, PyObject *kwa
 }
 
 static int fast_emit_traverse(CompiledEmit *self, visitproc visit, void *arg) {
-    Py_VISIT(self->routes);
-    Py_VISIT(self->batches);
-    Py_VISIT(self->emits);
-    Py_VISIT(self->send);
-    Py_VISIT(self->append);
-    Py_VISIT(self->fallback);
-    Py_VISIT(self->stream);
-    Py_VISIT(self->batch_type);
+    PyObject **at;
+    for (int i = 0; (at = field(self, i)); i++) Py_VISIT(*at);
     return 0;
 }
 
 static int fast_emit_clear(CompiledEmit *self) {
-    Py_CLEAR(self->routes);
-    Py_CLEAR(self->batches);
-    Py_CLEAR(self->emits);
-    Py_CLEAR(self->send);
-    Py_CLEAR(self->append);
-    Py_CLEAR(self->fallback);
-    Py_CLEAR(self->stream);
-    Py_CLEAR(self->batch_type);
+    PyObject **at;
+    for (int i = 0; (at = field(self, i)); i++) Py_CLEAR(*at);
     return 0;
 }
 
@@ -286,9 +499,15 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_emit", "The at-most
 
 PyMODINIT_FUNC PyInit__emit(void) {
     if (PyType_Ready(&CompiledEmitType) < 0) return NULL;
-    const char *names[SLOTS] = {"stream", "vals", "limit", "targets"};
-    for (int i = 0; i < SLOTS; i++)
+    const char *names[NAMES] = {"stream", "vals", "limit", "targets", "spans", "anchor", "tup_id"};
+    for (int i = 0; i < NAMES; i++)
         if (!(slot_names[i] = PyUnicode_InternFromString(names[i]))) return NULL;
+    struct { PyObject **name; const char *text; } methods[] = {
+        {&str_anchor_span, "anchor_span"}, {&str_anchor, "anchor"}, {&str_join, "join"}, {&str_open_run, "open_run"},
+        {&str_complete, "complete"}, {&str_tracker, "tracker"}, {&str_open_root, "open_root"}};
+    for (size_t i = 0; i < sizeof methods / sizeof *methods; i++)
+        if (!(*methods[i].name = PyUnicode_InternFromString(methods[i].text))) return NULL;
+    if (!(sixty_four = PyLong_FromLong(64)) || !(zero_seconds = PyFloat_FromDouble(0.0))) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&CompiledEmitType);

@@ -49,13 +49,19 @@ except ImportError:  # not built (setup.py: optional): the pure Python emit runs
 
 
 def compiled_emit(inst: InstanceState, emit: EmitMethod) -> EmitMethod:
-    """``emit`` (an untracked fast emit, or a spout's wrapper of one) with ``self.emit(values)`` in C,
-    and every other call passed on to it; ``emit`` itself where the extension is not built or
-    ``SQUALL_PURE_PYTHON`` is set."""
+    """``emit`` (a fast emit outside a chain, or a spout's wrapper of one) with ``self.emit(values)``
+    in C, and at least once a spout's ``self.emit(values, tup_id)`` too; every other call passed on
+    to ``emit``. ``emit`` itself where the extension is not built or ``SQUALL_PURE_PYTHON`` is set."""
     if CompiledEmit is None or os.environ.get("SQUALL_PURE_PYTHON"):
         return emit
+    tracking: dict = {}
+    if inst.reliable:
+        tracking = {"inst": inst, "auto_anchor": not inst.is_spout and inst.auto_anchor}
+        if inst.is_spout:
+            tracking.update(task_id=inst.task_id, trees=inst.tracker.trees, bits=random_bits, clock=time.monotonic,
+                            task_bits=inst.task_id << TASK_SHIFT, root_bits=ROOT_BITS, no_anchor=NO_ANCHOR)
     return CompiledEmit(inst.fast_routes, inst.batches, inst.emit_cell, inst.send_batch, inst.append, emit,
-                        DEFAULT_STREAM, Batch)
+                        DEFAULT_STREAM, Batch, **tracking)
 
 
 class FastEmit(NamedTuple):
@@ -122,7 +128,7 @@ def runtime_class(inst: InstanceState, cls: type) -> type:
             methods["emit"] = spout_emit
         else:
             methods["emit"] = emit
-        if not inst.chained and not inst.reliable:
+        if not inst.chained:
             methods["emit"] = compiled_emit(inst, methods["emit"])
     if not inst.chained and inst.fast_path and not own_emit and not own_emit_many:
         many = fast_emit_many(inst, emit)

@@ -22,7 +22,6 @@ from squall.runtime.protocol import ACK, RateLimitedLog, data_frame
 
 log = logging.getLogger(__name__)
 FAILED_TUPLES = RateLimitedLog(log)  # a bolt that raises on every tuple writes one line per 10 s
-_END = object()  # appended to a received run: its last span ends there
 
 
 class ReliableBoltInstance(BoltInstance):
@@ -88,44 +87,38 @@ class ReliableBoltInstance(BoltInstance):
         Only the tuple being processed can be acked, failed or anchored to, so a span needs a
         ``Span`` only when the bolt does one of these (``open_span``): a sink's spans never do,
         and their acks are gathered after the run at C speed (``untouched_acks``). A span that has
-        one is acked at its end, where its ack can still ride on its last child span. This loop is
-        every tuple's cost.
+        one is acked at its end, where its ack can still ride on its last child span. The inner
+        loop is every tuple's cost.
         """
         process = self.component.process
         make = AutoAckedTuple
         rides = self.rides
-        n = len(vals)
-        vals.append(_END)
-        k = span_end = 0  # spans[k:k + 3]: the next span's start, roots and value
-        roots = None
         touched: list = []  # where in ``spans`` the spans that got a Span start (acked here)
-        for i, v in enumerate(vals):  # one loop over the run; spans end by index
-            if i == span_end:
-                span = self.span
-                if span is not None:
-                    touched.append(k - 3)
-                    if not span.failed:
-                        value, carried = span.value, span.carried
-                        if carried is not None and rides and len(carried) > span.at and value.__class__ is int:
-                            carried[span.at] ^= value ^ span.delta  # Span.ride inlined: a split's every input
-                        else:
-                            self._span_acked(span)
-                if v is _END:
-                    break
-                roots = self.span_roots = spans[k + 1]
-                self.span_value = spans[k + 2]
-                self.span = self.anchor_span = None
-                k += 3
-                span_end = spans[k] if k < len(spans) else n
-            tup = make()
-            tup.values = v
-            tup.source = source
-            tup.roots = roots
-            self.current = tup  # take() inlined: this loop is every tuple's cost
-            try:
-                process(tup)
-            except Exception:
-                self.raised(tup)
+        ends = spans[3::3]
+        ends.append(len(vals))
+        for k, end in zip(range(0, len(spans), 3), ends):
+            roots = self.span_roots = spans[k + 1]
+            self.span_value = spans[k + 2]
+            self.span = self.anchor_span = None
+            for v in vals[spans[k]:end]:
+                tup = make()
+                tup.values = v
+                tup.source = source
+                tup.roots = roots
+                self.current = tup  # take() inlined
+                try:
+                    process(tup)
+                except Exception:
+                    self.raised(tup)
+            span = self.span
+            if span is not None:
+                touched.append(k)
+                if not span.failed:
+                    value, carried = span.value, span.carried
+                    if carried is not None and rides and len(carried) > span.at and value.__class__ is int:
+                        carried[span.at] ^= value ^ span.delta  # Span.ride inlined: a split's every input
+                    else:
+                        self._span_acked(span)
         self.current = IDLE
         self.span_roots = self.span = self.anchor_span = None
         pairs = untouched_acks(spans, touched)

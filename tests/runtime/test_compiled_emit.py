@@ -1,5 +1,6 @@
 """The compiled emit (``runtime/instance/_emit.c``) sends, counts, returns and fails exactly as the pure
-Python emit does, for a bolt's every kind of call: its own fast case and each call it hands on."""
+Python emit does, for every kind of call: its own fast cases and each call it hands on; at most once,
+and at least once a spout's tuples with ids and a bolt's anchored emits, spans and acks included."""
 import random
 
 import msgpack
@@ -7,17 +8,24 @@ import pytest
 
 from squall import Bolt, Grouping, Spout, Stream, TopologyBuilder
 from squall.idl import schema
-from squall.logical import task_ids
+from squall.logical import task_ids, with_overrides
+from squall.runtime import acking
 from squall.runtime.instance import emit as emit_module
 from squall.runtime.instance import make_instance
-from squall.runtime.protocol import DATA_HEADER_SIZE, FrameReader, frame_dest
+from squall.runtime.protocol import ACK, CONTROL, DATA_HEADER_SIZE, FrameReader, data_frame, frame_dest
 
 pytestmark = pytest.mark.skipif(emit_module.CompiledEmit is None,
                                 reason="the compiled emit (runtime/instance/_emit.c) was not built here")
 
 
 class Src(Spout):
-    outputs = ["key", "n"]
+    outputs = [Stream(["key", "n"]), Stream(["key", "n"], name="side"), Stream(["x"], name="unused")]
+
+    def __init__(self):
+        self.acked = []
+
+    def ack(self, tup_id):
+        self.acked.append(tup_id)
 
 
 class Mid(Bolt):
@@ -28,12 +36,14 @@ class Sink(Bolt):
     pass
 
 
-def mid_instance(monkeypatch, kind, batch_size):
+def mid_instance(monkeypatch, kind, batch_size, mode="ATMOST_ONCE", component=None, name="mid"):
+    """The task ``name`` (mid, or src) of src -> mid -> sink (3 tasks by key, and ``side`` shuffled), with the
+    ``kind`` of emit; at least once, its random span values drawn from one seeded sequence."""
     b = TopologyBuilder("compiled")
     src = b.add_spout("src", Src)
-    mid = b.add_bolt("mid", Mid, inputs={src: Grouping.SHUFFLE})
+    mid = b.add_bolt("mid", Mid, inputs={src: Grouping.SHUFFLE, src["side"]: Grouping.SHUFFLE})
     b.add_bolt("sink", Sink, par=3, inputs={mid: Grouping.fields("key"), mid["side"]: Grouping.SHUFFLE})
-    topology = b.build().plan
+    topology = with_overrides(b.build().plan, {"topology.reliability.mode": mode})
     tasks = task_ids(topology)
     locations = [schema.InstanceLocation(id=schema.InstanceId(c, t, i), container=1, pid=1)
                  for c, ts in tasks.items() for i, t in enumerate(ts)]
@@ -43,8 +53,11 @@ def mid_instance(monkeypatch, kind, batch_size):
         monkeypatch.setenv("SQUALL_PURE_PYTHON", "1")
     else:
         monkeypatch.delenv("SQUALL_PURE_PYTHON", raising=False)
-    component = Mid()
-    inst = make_instance(topology, "mid", tasks["mid"][0], 1, {}, batch_size=batch_size, component_obj=component)
+    bits = random.Random(11).getrandbits  # the same span values, drawn in the same order, for both emits
+    monkeypatch.setattr(acking, "random_bits", bits)
+    monkeypatch.setattr(emit_module, "random_bits", bits)
+    component = Mid() if component is None else component
+    inst = make_instance(topology, name, tasks[name][0], 1, {}, batch_size=batch_size, component_obj=component)
     random.seed(7)  # the shuffle's first task
     inst.on_physical_plan(plan)
     return inst, component
@@ -55,6 +68,15 @@ def sent(inst):
     inst.flush_all()
     out = [(frame_dest(f), stream, values) for f in FrameReader().feed(bytes(inst.out))
            for stream, vals in msgpack.unpackb(f[DATA_HEADER_SIZE:])[1] for values in vals]
+    inst.out.clear()
+    return out
+
+
+def frames(inst):
+    """[(type, dest, body), ...]: the DATA and ACK frames ``inst`` sent (flushed), spans and acks included."""
+    inst.flush_all()
+    out = [(f[4], frame_dest(f), msgpack.unpackb(f[DATA_HEADER_SIZE:])) for f in FrameReader().feed(bytes(inst.out))
+           if f[4] != CONTROL]
     inst.out.clear()
     return out
 
@@ -107,3 +129,91 @@ def test_the_compiled_emit_binds_as_a_method_and_hands_every_other_call_on(monke
     assert emit(bolt, ["w1", 1]) == bolt.emit(["w1", 2])
     assert emit.fallback(bolt, ["w1", 3], "side") != ()
     assert inst.emit_count == 3
+
+
+SPOUT_CALLS = [  # (args, kwargs) of a spout's emit at least once: with an id either way, without, and handed on
+    *((([f"w{n % 5}", n],), {"tup_id": f"t{n}"}) for n in range(12)),
+    *((([f"w{n % 4}", n], f"t{n}"), {}) for n in range(12, 20)),  # the id positionally
+    ((["w1", 20],), {}), ((["w2", 21],), {"tup_id": None}),  # untracked: a span of no tree
+    *((([f"w{n % 3}", n],), {"tup_id": n}) for n in range(22, 30)),
+    ((["w1", 30],), {"tup_id": "s", "stream": "side"}), ((["w1", 31], "u", "side"), {}),  # a stream: handed on
+    ((["x"],), {"tup_id": "nobody", "stream": "unused"}),  # nothing subscribes: complete at once
+    (([[1], 32],), {"tup_id": "unhashable"}),
+    *((([f"w{n % 2}", n],), {"tup_id": n}) for n in range(33, 50)),  # batches of 4 fill and leave in between
+]
+
+
+def run_spout_calls(monkeypatch, kind):
+    inst, spout = mid_instance(monkeypatch, kind, 4, "ATLEAST_ONCE", Src(), "src")
+    returned = [spout.emit(*args, **kwargs) for args, kwargs in SPOUT_CALLS]
+    trees = {root: entry[:2] for root, entry in inst.tracker.trees.items()}
+    return type(spout).__dict__["emit"], returned, inst.emit_count, spout.acked, trees, frames(inst)
+
+
+def test_a_spout_s_tuples_with_ids_leave_the_same_through_the_compiled_and_the_pure_emit(monkeypatch):
+    compiled, pure = run_spout_calls(monkeypatch, "compiled"), run_spout_calls(monkeypatch, "pure")
+    assert isinstance(compiled[0], emit_module.CompiledEmit) and not isinstance(pure[0], emit_module.CompiledEmit)
+    assert compiled[1:] == pure[1:]
+    _, returned, emits, acked, trees, sent_frames = compiled
+    assert emits == len(SPOUT_CALLS) and acked == ["nobody"]
+    ids = {tup_id for args, kwargs in SPOUT_CALLS for tup_id in [kwargs.get("tup_id", args[1] if len(args) > 1 else None)]
+           if tup_id is not None and tup_id != "nobody"}
+    assert sorted(map(str, (tup_id for tup_id, _xor in trees.values()))) == sorted(map(str, ids))
+    spans = [span for _t, _d, body in sent_frames for run in body[1] for span in zip(*[iter(run[2])] * 3)]
+    in_trees = {root: value for _start, root, value in spans if root is not None}
+    assert {root: (tup_id, xor) for root, (tup_id, xor) in trees.items()} == \
+        {root: (tup_id, in_trees[root]) for root, (tup_id, _x) in trees.items()}  # a span a tree, its value the xor
+    untracked = [values for _t, _d, body in sent_frames for run in body[1]
+                 for (start, roots, _v), end in zip(zip(*[iter(run[2])] * 3), [*run[2][3::3], len(run[1])])
+                 if roots is None for values in run[1][start:end]]
+    assert untracked == [["w1", 20], ["w2", 21]]  # the two emits without an id: in spans of no tree
+
+
+class Scripted(Mid):
+    """Emits for each tuple what ``SCRIPT`` says its n does: anchored (the default), after acking the
+    tuple (unanchored), on another stream, or by failing it."""
+
+    def process(self, tup):
+        key, n = tup.values
+        for step in SCRIPT.get(n % 6, ()):
+            if step == "ack":
+                self.ack(tup)
+            elif step == "fail":
+                self.fail(tup)
+            elif step == "side":
+                self.emit([key, n], "side")
+            else:
+                self.emit([f"{key}{step}", n])
+
+
+SCRIPT = {0: ("a", "b", "c"), 1: ("a",), 2: ("a", "ack", "b"), 3: ("side", "a", "side", "b"), 4: ("a", "fail", "b")}
+
+
+def received(n, spans):
+    """A DATA frame from src to mid: the tuples [w<n % 3>, n] for n in range(n), in ``spans`` (flat)."""
+    run = ["default", [[f"w{i % 3}", i] for i in range(n)], spans]
+    return data_frame(2, msgpack.packb([1, [run], 0]), n)
+
+
+@pytest.mark.parametrize("auto_anchor", [True, False])
+def test_a_bolt_s_anchored_emits_leave_the_same_through_the_compiled_and_the_pure_emit(monkeypatch, auto_anchor):
+    root = 1 << acking.TASK_SHIFT
+
+    def run(kind):
+        bolt = type("Bolt", (Scripted,), {"auto_anchor": auto_anchor})()
+        inst, bolt = mid_instance(monkeypatch, kind, 4, "ATLEAST_ONCE", bolt)
+        for spans in ([0, root | 1, 0x11, 3, root | 2, 0x22, 7, None, 0, 9, [root | 3, root | 4], [0x33, 0x44]],
+                      [0, root | 5, 0x55], [0, None, 0, 2, root | 6, 0x66]):
+            inst.on_frame(received(12, spans), 0.0)
+        return type(bolt).__dict__["emit"], inst.emit_count, inst.ack_count, inst.fail_count, frames(inst)
+
+    compiled, pure = run("compiled"), run("pure")
+    assert isinstance(compiled[0], emit_module.CompiledEmit) and not isinstance(pure[0], emit_module.CompiledEmit)
+    assert compiled[1:] == pure[1:]
+    _, emits, _acks, fails, sent_frames = compiled
+    assert emits == 3 * sum(len(SCRIPT.get(n % 6, ())) - SCRIPT.get(n % 6, ()).count("ack")
+                            - SCRIPT.get(n % 6, ()).count("fail") for n in range(12))
+    assert fails == 3 * 2
+    spans = [span for t, _d, body in sent_frames if t != ACK for run in body[1] for span in zip(*[iter(run[2])] * 3)]
+    anchored = [roots for _start, roots, _value in spans if roots is not None]
+    assert bool(anchored) == auto_anchor  # without auto_anchor every span is of no tree
