@@ -1,17 +1,23 @@
-/* The at-most-once fast emit in C: ``emit.fast_emit``'s untracked path, a call without a Python frame.
+/* The fast emit in C: ``emit.fast_emit``, a call without a Python frame.
 
-   ``CompiledEmit(routes, batches, emits, send, append, fallback, stream, batch_type)`` is set on a task's
-   runtime class as ``emit`` (``emit.runtime_class``). It binds as a function does (the component
-   comes first), and handles the call every word count makes, ``self.emit(values)``: the default
-   stream's ``FastRoute`` (``routes``: ``inst.fast_routes``), the values' batch (a fields grouping's
-   known key, its ``key_miss``, a value-free ``next_task`` or the chooser), the values appended to
-   the batch's open run and the batch sent when full, as ``fast_emit``'s ``emit`` does line for
-   line. Every other call (more arguments, keywords, a stream without a fast route, the wrong
+   ``CompiledEmit(routes, batches, emits, send, append, fallback, stream, batch_type, ...)`` is set on a
+   task's runtime class as ``emit`` (``emit.runtime_class``, outside a chain). It binds as a function
+   does (the component comes first), and handles the call every word count makes, ``self.emit(values)``:
+   the default stream's ``FastRoute`` (``routes``: ``inst.fast_routes``), the values' batch (a fields
+   grouping's known key, its ``key_miss``, a value-free ``next_task`` or the chooser), the values put
+   into the batch and the batch sent when full, as ``fast_emit``'s ``emit`` does line for line:
+   - at most once (no ``inst``): appended to the batch's open run;
+   - at least once, a bolt's (``inst``, ``auto_anchor``): anchored to ``inst.anchor_span or
+     inst.anchor()``, appended to the open span when that is the anchor's, else through ``Batch.join``;
+     a spout's ``self.emit(values)`` likewise, anchored to nothing;
+   - at least once, a spout's ``self.emit(values, tup_id)`` (positional or keyword; ``trees`` and the
+     rest): a tree of its own, opened in ``inst.tracker.trees``, and a span of its own in the batch.
+   Every other call (more arguments or other keywords, a stream without a fast route, the wrong
    number of values) goes to ``fallback``, the Python ``emit`` with the same signature.
 
-   A ``Batch``'s slots (``stream``, ``vals``, ``limit``, ``targets``) are read at their offsets in the
-   object, as CPython's own attribute specialisation reads a slot, where the batch is exactly
-   ``batch_type``; by name otherwise.
+   A ``Batch``'s slots (``stream``, ``vals``, ``limit``, ``targets``, ``spans``, ``anchor``) are read at
+   their offsets in the object, as CPython's own attribute specialisation reads a slot, where the
+   batch is exactly ``batch_type``; by name otherwise.
 
    Pure Python stays the reference: ``emit.py`` uses this only when the extension was built
    (``setup.py``: optional) and ``SQUALL_PURE_PYTHON`` is not set. */
@@ -484,7 +490,7 @@ static PyTypeObject CompiledEmitType = {
     .tp_name = "squall.runtime.instance._emit.CompiledEmit",
     .tp_basicsize = sizeof(CompiledEmit),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_doc = "The untracked fast emit of one task (see emit.py: fast_emit).",
+    .tp_doc = "The fast emit of one task (see emit.py: fast_emit).",
     .tp_new = fast_emit_new,
     .tp_traverse = (traverseproc)fast_emit_traverse,
     .tp_clear = (inquiry)fast_emit_clear,
@@ -495,7 +501,7 @@ static PyTypeObject CompiledEmitType = {
     .tp_members = fast_emit_members,
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_emit", "The at-most-once fast emit in C.", -1, NULL};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_emit", "The fast emit in C (emit.py: fast_emit).", -1, NULL};
 
 PyMODINIT_FUNC PyInit__emit(void) {
     if (PyType_Ready(&CompiledEmitType) < 0) return NULL;

@@ -17,11 +17,11 @@ right, if slower.)
 Where a line inlines a method (``Batch.add_span``, ``Batch.join``,
 ``AckTracker.start``), a comment names it: a change to one is a change to both.
 
-At most once, outside a chain, ``self.emit(values)`` runs in C where the extension
-``_emit.c`` was built (``compiled_emit``): the same steps as ``fast_emit``'s untracked
-path, without a Python frame (a Python frame a word was most of what a tuple cost
-between processes). ``SQUALL_PURE_PYTHON=1`` in the environment keeps the pure Python
-emit, which stays the reference and is what runs wherever the extension is missing.
+Outside a chain, ``self.emit(values)`` (and at least once a spout's ``self.emit(values,
+tup_id)``) runs in C where the extension ``_emit.c`` was built (``compiled_emit``): the same
+steps as ``fast_emit``, without a Python frame (a Python frame a word was most of what a
+tuple cost between processes). ``SQUALL_PURE_PYTHON=1`` in the environment keeps the pure
+Python emit, which stays the reference and is what runs wherever the extension is missing.
 """
 from __future__ import annotations
 
