@@ -425,8 +425,10 @@ def fast_emit_columns(inst: InstanceState, many: EmitManyMethod) -> EmitColumnsM
     ``FastRoute.slots``, then each destination's share cut out of each column at C speed,
     ``per_destination_columns``), each share joins its destination's batch as a columnar run
     (``Batch.add_columns``), cut at the batch size. At least once a bolt's share is anchored as
-    ``emit_many`` anchors it: one span a batch. Anything else (explicit anchors or a spout's ids at least once, partial-key, all,
-    custom and direct groupings, streams of the chain's edge) goes through ``many`` as rows.
+    ``emit_many`` anchors it: one span a batch; a spout's ids open a tree each, and the call is one span
+    in all of them (``start_trees``). Anything else (explicit anchors, a spout's ids of which some are
+    None, partial-key, all, custom and direct groupings, streams of the chain's edge) goes through
+    ``many`` as rows.
     """
     routes = inst.column_routes
     batches = inst.batches
@@ -441,7 +443,8 @@ def fast_emit_columns(inst: InstanceState, many: EmitManyMethod) -> EmitColumnsM
         route = routes.get(stream)
         n = column_count(columns, stream, None if route is None else route.fields)
         if (route is None or (tracked and anchors is not None)
-                or (route.subscribed and route.next_task is None and route.slots is None)):
+                or (route.subscribed and route.next_task is None and route.slots is None)
+                or (trees and tup_ids is not None and None in tup_ids)):  # some untracked: as rows, as emit_many
             many(component, rows_of(columns), stream, anchors, tup_ids)
             return
         if tup_ids is not None and len(tup_ids) != n:

@@ -229,8 +229,12 @@ def test_a_spout_s_list_with_ids_on_a_stream_nothing_subscribes_to_completes_at_
     assert spout.acked == ["a", "b"] and inst.emit_count == 2 and not frames(inst)
 
 
-def test_a_spout_s_list_with_some_ids_none_tracks_only_the_tuples_with_ids():
+@pytest.mark.parametrize("call", ["emit_many", "emit_columns"])
+def test_a_spout_s_list_with_some_ids_none_tracks_only_the_tuples_with_ids(call):
     inst = reliable_instance(IdSrc())
-    inst.component.emit_many([["k", 1], ["k", 2], ["k", 3]], tup_ids=["a", None, "c"])
-    assert len(inst.tracker) == 2 and inst.emit_count == 3
+    if call == "emit_many":
+        inst.component.emit_many([["k", 1], ["k", 2], ["k", 3]], tup_ids=["a", None, "c"])
+    else:
+        inst.component.emit_columns([["k", "k", "k"], [1, 2, 3]], tup_ids=["a", None, "c"])
+    assert sorted(entry[0] for entry in inst.tracker.trees.values()) == ["a", "c"] and inst.emit_count == 3
     assert sum(len(vals) for runs in frames(inst).values() for _s, vals, _spans in runs) == 3
