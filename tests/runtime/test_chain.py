@@ -300,6 +300,27 @@ def test_an_emit_many_of_a_spout_head_is_one_span_for_all_its_trees_and_a_failed
     assert (r[SRC].fail_count, r[MID].execute_count) == (3, 3)
 
 
+@pytest.mark.parametrize("call", ["emit_many", "emit_columns"])
+def test_a_spout_head_s_call_with_some_ids_none_tracks_only_the_tuples_with_ids(call):
+    class SomeIds(Src):
+        def next_tuple(self):
+            words, self.todo = self.todo, []
+            if call == "emit_many":
+                self.emit_many([[w] for w in words], tup_ids=["a", None, "c"])
+            else:
+                self.emit_columns([words], tup_ids=["a", None, "c"])
+
+    topo = topology("ATLEAST_ONCE")
+    src, out = SomeIds(["a", "b", "c"]), Out()
+    chain = Chain([make(topo, "a_src", SRC, src, chained_to=MID), make(topo, "b_mid", MID, Mid(), chained_to=OUT),
+                   make(topo, "c_out", OUT, out)])
+    chain.on_frame(plan_frame(), 0.0)
+    chain.spout_burst()
+    assert [w for *_, w in out.seen] == ["A", "B", "C"]
+    assert [roots is None for roots in out.roots] == [False, True, False]
+    assert src.acked == ["a", "c"] and not chain.head.tracker
+
+
 def test_a_bolt_head_s_tuples_are_processed_in_the_span_they_came_in():
     topo = topology("ATLEAST_ONCE")
     out = Out()
