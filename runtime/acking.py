@@ -26,6 +26,11 @@ process is added, the stream manager still never decodes a batch, and a
 spout that dies takes its open trees with it: it starts again from its own
 source, which is what a reliable source does anyway (e.g. a Kafka offset).
 
+A spout's call that emits many tuples with ids (``emit_many``, ``emit_columns``) is
+one tree for them all (``CallIds``): every span of the call would be in each of
+their trees, so those trees would open, take acks and close together. One ack
+a span closes it for the call, and its completion or failure is each tuple's.
+
 ``AckTracker`` is a pure state machine: the time is an argument.
 """
 from __future__ import annotations
@@ -133,19 +138,37 @@ def shared_span(anchors: list) -> tuple:
     return list(values), list(values.values())
 
 
+class CallIds(tuple):
+    """The ids of the tuples a spout emitted with ids in one call (``emit_many``, ``emit_columns``),
+    tracked as one tree. Every span of such a call is in all of its tuples' trees, so those trees
+    would open, take acks and close together: one stands for them all, and its completion or
+    failure is each tuple's. (One ack a span instead of one a tuple: what makes a batch at least
+    once cheap at the spout.)"""
+
+    __slots__ = ()
+
+
+def ids_of(tup_id: object) -> Sequence[object]:
+    """The tup_ids a tree stands for: a call's (``CallIds``), or its one tuple's."""
+    return tup_id if tup_id.__class__ is CallIds else (tup_id,)  # type: ignore[return-value]
+
+
 class AckTracker:
-    """The open trees of one spout task: root -> [tup_id, xor of its open values, emitted at].
+    """The open trees of one spout task: root -> [tup_id, xor of its open values, emitted at]. A
+    tree's ``tup_id`` is a ``CallIds`` where it stands for the tuples of one call.
 
     The dict keeps emission order (a tree's entry is made when it starts and
-    never moved), so the trees to time out are always at its front.
+    never moved), so the trees to time out are always at its front. Its length
+    is the tuples pending (``topology.max.spout.pending`` counts tuples, not trees).
     """
 
     def __init__(self, timeout: float):
         self.timeout = timeout
         self.trees: dict = {}
+        self.extra = 0  # the open trees' tuples beyond one a tree (calls' trees)
 
     def __len__(self) -> int:
-        return len(self.trees)
+        return len(self.trees) + self.extra
 
     def fresh_root(self, spout_task: int) -> int:
         """A new root no open tree has (48 random bits: with 100,000 trees open, one draw in 3e9
@@ -159,6 +182,8 @@ class AckTracker:
         """``start`` a tree under a fresh root; returns the root."""
         root = self.fresh_root(spout_task)
         self.trees[root] = [tup_id, xor, now]
+        if tup_id.__class__ is CallIds:
+            self.extra += len(tup_id) - 1  # type: ignore[arg-type]
         return root
 
     def start(self, root: int, tup_id: object, xor: int, now: float) -> bool:
@@ -166,6 +191,8 @@ class AckTracker:
         if xor == 0:
             return False
         self.trees[root] = [tup_id, xor, now]
+        if tup_id.__class__ is CallIds:
+            self.extra += len(tup_id) - 1  # type: ignore[arg-type]
         return True
 
     def ack_all(self, acks: list, now: float) -> tuple:
@@ -182,25 +209,33 @@ class AckTracker:
                 entry[1] ^= acks[i + 1]
                 if not entry[1]:
                     del trees[acks[i]]
-                    done.append(entry[0])
-                    emitted += entry[2]
+                    tup_id = entry[0]
+                    if tup_id.__class__ is CallIds:
+                        done += tup_id
+                        emitted += entry[2] * len(tup_id)
+                        self.extra -= len(tup_id) - 1
+                    else:
+                        done.append(tup_id)
+                        emitted += entry[2]
         return done, len(done) * now - emitted
 
-    def fail(self, root: int) -> Optional[object]:
-        """The tree failed: its tup_id (None if it is not open)."""
+    def fail(self, root: int) -> Sequence[object]:
+        """The tree failed: the tup_ids it stood for (none if it is not open)."""
         entry = self.trees.pop(root, None)
-        return None if entry is None else entry[0]
+        if entry is None:
+            return ()
+        if entry[0].__class__ is CallIds:
+            self.extra -= len(entry[0]) - 1
+        return ids_of(entry[0])
 
     def expire(self, now: float) -> list:
         """The tup_ids of trees open for ``timeout`` seconds or more, removed, oldest first."""
-        expired = []
+        expired: list = []
         cutoff = now - self.timeout
         trees = self.trees
         while trees:
             root = next(iter(trees))
-            entry = trees[root]
-            if entry[2] > cutoff:
+            if trees[root][2] > cutoff:
                 break
-            del trees[root]
-            expired.append(entry[0])
+            expired += self.fail(root)
         return expired

@@ -103,11 +103,11 @@ class Batch:
         return values_list[room:]
 
     def add_columns(self, stream: str, columns: List[list], n: int, anchor: Optional[Span], tracked: bool,
-                    owned: bool = False, trees: Optional[List[int]] = None) -> int:
+                    owned: bool = False, tree: Optional[int] = None) -> int:
         """``n`` tuples of ``stream`` as ``columns`` (one list a field), appended to the open columnar
         run of ``stream`` or in a new one (``owned``: the lists are this batch's to keep). At least once
         they are anchored to ``anchor`` as ``join`` anchors: one span for all of them; or, with
-        ``trees`` (a spout's new trees' roots), they start a span of their own in those trees, whose
+        ``tree`` (a spout's new tree's root), they start a span of their own in that tree, whose
         value is returned (as ``add_span``)."""
         runs = self.runs
         run = runs[-1] if self.stream is None and runs else None
@@ -123,9 +123,9 @@ class Batch:
             for col, more in zip(run[1], columns):
                 col += more
         value = 0
-        if trees is not None:
+        if tree is not None:
             value = new_value()
-            self.spans += (run[3], trees, value)
+            self.spans += (run[3], tree, value)
             self.anchor = NO_ANCHOR
         elif tracked and anchor is not self.anchor:
             spans = self.spans

@@ -27,7 +27,7 @@ import time
 from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple, Optional, Sequence, Union
 
 from squall.component import Bolt, Tuple, TupleBatch, TupleSource, column_count, rows_of
-from squall.runtime.acking import Span
+from squall.runtime.acking import CallIds, Span
 from squall.runtime.instance.tuples import ReceivedTuple, process_columns, process_run
 from squall.runtime.routing import RoutingError
 from squall.runtime.user_errors import UNCAUGHT
@@ -271,7 +271,7 @@ def at_least_once(up: InstanceState, inner: EmitMethod) -> Made:
             span = Span(spout.open_tree(), 0)  # its value: what the tuples leaving the chain take of it
             t0 = clock()
             take(values, source, span)
-            spout.trees_back(span, (tup_id,), clock() - t0)
+            spout.trees_back(span, tup_id, clock() - t0)
             return targets
         else:
             span = None
@@ -306,9 +306,8 @@ def at_least_once(up: InstanceState, inner: EmitMethod) -> Made:
     def span_of(anchors: Optional[Iterable[Tuple]], tup_ids: Optional[Sequence[object]]) -> Optional[Span]:
         """The span a batch handed on is processed in."""
         if spout is not None:
-            # a spout's tuples with ids: one tree each, one span for them all (a child span's share goes
-            # to every tree; failing the batch fails every tree)
-            return None if tup_ids is None else Span([spout.open_tree() for _ in tup_ids], 0)
+            # a spout's tuples with ids: one tree for them all, and one span (failing the batch fails it)
+            return None if tup_ids is None else Span(spout.open_tree(), 0)
         return (up.anchor_span or anchor()) if (anchors is not None or auto_anchor) else None
 
     def hand_on(batch: TupleBatch, n: int, span: Optional[Span], tup_ids: Optional[Sequence[object]]) -> None:
@@ -319,7 +318,7 @@ def at_least_once(up: InstanceState, inner: EmitMethod) -> Made:
         sampled += latency
         samples += n
         if spout is not None and span is not None:
-            spout.trees_back(span, tup_ids, latency)
+            spout.trees_back(span, CallIds(tup_ids), latency)
 
     def columns_over(inner_columns: EmitColumnsMethod) -> EmitColumnsMethod:
         def emit_columns(component: object, columns: Sequence[Sequence[object]], stream: str = DEFAULT_STREAM,

@@ -32,7 +32,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence
 
 from squall.component import Tuple, column_count, rows_of
-from squall.runtime.acking import ROOT_BITS, TASK_SHIFT, Span, new_value, random_bits
+from squall.runtime.acking import ROOT_BITS, TASK_SHIFT, CallIds, Span, new_value, random_bits
 from squall.runtime.instance.batch import NO_ANCHOR, Batch
 from squall.runtime.instance.edge import Edge, EmitColumnsMethod, EmitManyMethod, EmitMethod
 from squall.runtime.instance.tuples import Received
@@ -286,8 +286,8 @@ def fast_emit_many(inst: InstanceState, emit: EmitMethod) -> EmitManyMethod:
     order (a known key's destination found at C speed in the same ``str_key_cache`` as ``emit``'s)
     and each destination's share goes into its batch by slices (``Batch.fill``), with no Python
     call a tuple. At least once, a bolt's share is anchored as ``emit`` anchors it: one span a
-    batch, a share of the received span's value (``Batch.join``); a spout's list with ids opens a
-    tree each and is one span in all of them (``start_trees``). Anything else (another stream,
+    batch, a share of the received span's value (``Batch.join``); a spout's list with ids is one
+    tree for the call (``start_trees``). Anything else (another stream,
     explicit anchors, values of the wrong length) goes through ``emit``, one call a tuple.
     """
     fast = inst.fast_routes
@@ -297,15 +297,15 @@ def fast_emit_many(inst: InstanceState, emit: EmitMethod) -> EmitManyMethod:
     tracked = inst.reliable
     auto_anchor = tracked and not inst.is_spout and inst.auto_anchor
 
-    def row_spans(stream: str, route: tuple, values_list: list, roots: List[int]) -> int:
-        """A spout's list into its batches as one span in the trees ``roots`` (a span a destination
-        batch); the XOR of the spans' values (``start_trees``)."""
+    def row_spans(stream: str, route: tuple, values_list: list, root: int) -> int:
+        """A spout's list into its batches in the tree ``root`` (a span a destination batch); the XOR
+        of the spans' values (``start_trees``)."""
         xor = 0
         for batch, vals in per_destination(route, batches, values_list):
             while True:
                 value = new_value()
                 xor ^= value
-                batch.add_span(stream, vals[0], roots, value)
+                batch.add_span(stream, vals[0], root, value)
                 vals = batch.fill(stream, vals[1:])
                 if batch.full:
                     send(batch)
@@ -341,7 +341,7 @@ def fast_emit_many(inst: InstanceState, emit: EmitMethod) -> EmitManyMethod:
             else:
                 emits[0] += len(values_list)
                 start_trees(inst, tup_ids, None if route[5] is None else  # route[5]: the chooser
-                            lambda roots: row_spans(stream, route, values_list, roots))
+                            lambda root: row_spans(stream, route, values_list, root))
             return
         emits[0] += len(values_list)
         if route[5] is None:  # route[5]: the chooser; None: nothing subscribes to this stream
@@ -361,21 +361,18 @@ def fast_emit_many(inst: InstanceState, emit: EmitMethod) -> EmitManyMethod:
     return emit_many
 
 
-def start_trees(inst: InstanceState, tup_ids: Sequence[object],
-                send_spans: Optional[Callable[[List[int]], int]]) -> None:
-    """A spout's tuples with ids emitted in one call, at least once: a tree each, and every span of
-    the call in all their trees, as a chain hands them on (``emit_many`` and ``emit_columns`` across
-    processes). The call's tuples are acked together, and a fail of any fails every tree of the call.
-    ``send_spans(roots)`` puts the tuples into their batches in the trees ``roots`` and returns the
-    XOR of the spans' values; None: nothing subscribes, and a tree without spans is complete at once."""
+def start_trees(inst: InstanceState, tup_ids: Sequence[object], send_spans: Optional[Callable[[int], int]]) -> None:
+    """A spout's tuples with ids emitted in one call, at least once: one tree for them all
+    (``CallIds``), every span of the call in it, as a chain hands them on (``emit_many`` and
+    ``emit_columns`` across processes). The call's tuples are acked together, and a fail of any
+    fails them all. ``send_spans(root)`` puts the tuples into their batches in the tree ``root``
+    and returns the XOR of the spans' values; None: nothing subscribes, and a tree without spans is
+    complete at once."""
     if send_spans is None:
-        for tup_id in tup_ids:
-            inst.complete(tup_id, 0.0)
+        inst.complete(CallIds(tup_ids), 0.0)
         return
-    roots = [inst.open_tree() for _ in tup_ids]
-    xor = send_spans(roots)
-    for root, tup_id in zip(roots, tup_ids):
-        inst.start_tree(root, tup_id, xor, 0.0)
+    root = inst.open_tree()
+    inst.start_tree(root, CallIds(tup_ids), send_spans(root), 0.0)
 
 
 def per_destination(route: tuple, batches: Dict[int, Batch], values_list: list) -> List[tuple]:
@@ -425,8 +422,8 @@ def fast_emit_columns(inst: InstanceState, many: EmitManyMethod) -> EmitColumnsM
     ``FastRoute.slots``, then each destination's share cut out of each column at C speed,
     ``per_destination_columns``), each share joins its destination's batch as a columnar run
     (``Batch.add_columns``), cut at the batch size. At least once a bolt's share is anchored as
-    ``emit_many`` anchors it: one span a batch; a spout's ids open a tree each, and the call is one span
-    in all of them (``start_trees``). Anything else (explicit anchors, a spout's ids of which some are
+    ``emit_many`` anchors it: one span a batch; a spout's ids are one tree for the call
+    (``start_trees``). Anything else (explicit anchors, a spout's ids of which some are
     None, partial-key, all, custom and direct groupings, streams of the chain's edge) goes through
     ``many`` as rows.
     """
@@ -451,7 +448,7 @@ def fast_emit_columns(inst: InstanceState, many: EmitManyMethod) -> EmitColumnsM
             raise ValueError(f"emit_columns: {n} tuples but {len(tup_ids)} tup_ids")
         emits[0] += n
         if trees and tup_ids is not None:
-            start_trees(inst, tup_ids, (lambda roots: column_spans(stream, columns, route, roots))
+            start_trees(inst, tup_ids, (lambda root: column_spans(stream, columns, route, root))
                         if route.subscribed else None)
             return
         if not route.subscribed or not n:
@@ -460,19 +457,18 @@ def fast_emit_columns(inst: InstanceState, many: EmitManyMethod) -> EmitColumnsM
         for dest, cols, owned in shares_of(route, columns):
             add_columns(batches[dest], stream, cols, anchor, owned, None)
 
-    def column_spans(stream: str, columns: Sequence[Sequence[object]], route: ColumnRoute,
-                     roots: List[int]) -> int:
-        """A spout's columns into their batches as spans in the trees ``roots``; the XOR of the spans'
+    def column_spans(stream: str, columns: Sequence[Sequence[object]], route: ColumnRoute, root: int) -> int:
+        """A spout's columns into their batches as spans in the tree ``root``; the XOR of the spans'
         values (``start_trees``)."""
         xor = 0
         for dest, cols, owned in shares_of(route, columns):
-            xor ^= add_columns(batches[dest], stream, cols, None, owned, roots)
+            xor ^= add_columns(batches[dest], stream, cols, None, owned, root)
         return xor
 
     def add_columns(batch: Batch, stream: str, cols: Sequence[Sequence[object]], anchor: Optional[Span],
-                    owned: bool, roots: Optional[List[int]]) -> int:
+                    owned: bool, root: Optional[int]) -> int:
         """``cols`` into ``batch`` as columnar runs, cut at the batch size; the XOR of the values of
-        the spans started in the trees ``roots`` (``Batch.add_columns``)."""
+        the spans started in the tree ``root`` (``Batch.add_columns``)."""
         n = len(cols[0])
         start = xor = 0
         while start < n:
@@ -481,7 +477,7 @@ def fast_emit_columns(inst: InstanceState, many: EmitManyMethod) -> EmitColumnsM
             room = batch.limit - len(batch.vals)
             part = cols if start == 0 and room >= n else [col[start:start + room] for col in cols]
             xor ^= batch.add_columns(stream, part, min(room, n - start), anchor, tracked, owned or part is not cols,
-                                     roots)
+                                     root)
             start += room
         if batch.full:
             send(batch)

@@ -15,7 +15,7 @@ import msgpack
 from squall.component import Tuple
 from squall.idl import schema
 from squall.metrics_schema import PENDING, TIMEOUT_COUNT
-from squall.runtime.acking import AckTracker, Span, new_value, roots_of
+from squall.runtime.acking import AckTracker, Span, ids_of, new_value
 from squall.runtime.instance.state import InstanceState
 from squall.runtime.protocol import DATA_HEADER_SIZE
 
@@ -61,11 +61,11 @@ class SpoutInstance(InstanceState):
         ends = t0 + self.timers.flush_every
         n = 0
         emitted = 0
-        trees = self.tracker.trees
+        tracker = self.tracker
         cap = self.max_pending if self.max_pending is not None else float("inf")
         for n in range(1, calls + 1):
-            if len(trees) >= cap:
-                break  # topology.max.spout.pending trees in flight: wait for acks
+            if len(tracker) >= cap:
+                break  # topology.max.spout.pending tuples in flight: wait for acks
             e0 = self.emit_count
             next_tuple()
             if self.emit_count != e0:
@@ -105,8 +105,7 @@ class SpoutInstance(InstanceState):
         spout replays them from where it was restored."""
         if self.reliable:
             for root in list(self.tracker.trees):
-                tup_id = self.tracker.fail(root)
-                if tup_id is not None:
+                for tup_id in self.tracker.fail(root):
                     self.tree_failed(tup_id)
 
     def role_metrics(self, clock: float) -> dict:
@@ -126,8 +125,9 @@ class SpoutInstance(InstanceState):
         if self.reliable:
             unsent = set().union(*(batch.roots() for batch in self.batches.values()))
             for root in [r for r in self.tracker.trees if r not in unsent]:
-                failed += 1
-                self.tree_failed(self.tracker.fail(root))
+                for tup_id in self.tracker.fail(root):
+                    failed += 1
+                    self.tree_failed(tup_id)
         return lost, failed
 
     # trees (at least once) -------------------------------------------------------------
@@ -164,8 +164,7 @@ class SpoutInstance(InstanceState):
             for tup_id in completed:
                 ack(tup_id)
         for root in fails:
-            tup_id = self.tracker.fail(root)
-            if tup_id is not None:
+            for tup_id in self.tracker.fail(root):
                 self.tree_failed(tup_id)
 
     def open_tree(self) -> int:
@@ -173,28 +172,32 @@ class SpoutInstance(InstanceState):
         return self.tracker.fresh_root(self.task_id)
 
     def start_tree(self, root: int, tup_id: object, xor: int, latency: float) -> None:
-        """The tree ``root`` of the tuple emitted with ``tup_id`` is open with spans whose values XOR to
-        ``xor``; with none (0: nothing subscribes, or the whole tree was processed in a chain) it is
-        complete now, ``latency`` seconds after its emit."""
+        """The tree ``root`` of the tuple emitted with ``tup_id`` (or of a call's tuples: ``CallIds``) is
+        open with spans whose values XOR to ``xor``; with none (0: nothing subscribes, or the whole tree
+        was processed in a chain) it is complete now, ``latency`` seconds after its emit."""
         if not self.tracker.start(root, tup_id, xor, time.monotonic()):
             self.complete(tup_id, latency)
 
-    def trees_back(self, span: Span, tup_ids: Sequence[object], latency: float) -> None:
-        """Tuples this chain head handed on by call in ``span`` (one tree each, in ``span.roots``) came
-        back ``latency`` seconds after the call: their trees failed in the chain, or go on with what
-        the tuples leaving the chain took of the span (``span.delta``), or are complete."""
-        for root, tup_id in zip(roots_of(span.roots), tup_ids):
-            if span.failed:
-                self.tree_failed(tup_id)
-            else:
-                self.start_tree(root, tup_id, span.delta, latency)
+    def trees_back(self, span: Span, tup_id: object, latency: float) -> None:
+        """The tuple (or the call's tuples: ``CallIds``) this chain head handed on by call in ``span``
+        (their tree: ``span.roots``) came back ``latency`` seconds after the call: the tree failed in
+        the chain, or goes on with what the tuples leaving the chain took of the span
+        (``span.delta``), or is complete."""
+        if span.failed:
+            for one in ids_of(tup_id):
+                self.tree_failed(one)
+        else:
+            self.start_tree(span.roots, tup_id, span.delta, latency)  # type: ignore[arg-type]
 
     def complete(self, tup_id: object, latency: float) -> None:
-        """The tree of ``tup_id`` completed ``latency`` seconds after its emit."""
-        self.ack_count += 1
-        self.completed += 1
-        self.complete_time += latency
-        self.component.ack(tup_id)
+        """The tree of ``tup_id`` (or of a call's tuples: ``CallIds``) completed ``latency`` seconds
+        after its emit."""
+        ack = self.component.ack
+        for one in ids_of(tup_id):
+            self.ack_count += 1
+            self.completed += 1
+            self.complete_time += latency
+            ack(one)
 
     def tree_failed(self, tup_id: object) -> None:
         """The tree of ``tup_id`` failed (a bolt failed a tuple in it, it timed out, or crossed a lost

@@ -11,7 +11,7 @@ import pytest
 from squall import Bolt, Spout
 from squall.idl import schema
 from squall.loader import load_topology_file
-from squall.runtime.acking import AckTracker, new_value, new_root, root_task
+from squall.runtime.acking import AckTracker, CallIds, new_value, new_root, root_task
 from squall.runtime.instance import make_instance
 from squall.runtime.instance.chain import Chain
 from squall.runtime.protocol import ACK, CONTROL, DATA, FrameReader, control_frame, decode_control, frame_dest
@@ -38,10 +38,23 @@ def test_fail_and_expiry_hand_the_id_back_once_oldest_first():
     t = AckTracker(timeout=10)
     for i, root in enumerate((1, 2, 3)):
         t.start(root, f"id{root}", 0x5 + i, now=float(i))
-    assert t.fail(2) == "id2" and t.fail(2) is None
+    assert t.fail(2) == ("id2",) and t.fail(2) == ()
     assert t.expire(now=10.5) == ["id1"]
     assert t.expire(now=12.0) == ["id3"] and len(t) == 0
     assert not t.start(9, "nothing", 0, now=0.0), "a tree without edges is complete at once"
+
+
+def test_a_call_s_tree_stands_for_each_of_its_tuples_pending_acked_failed_and_expired():
+    t = AckTracker(timeout=10)
+    t.start(1, "alone", 0x1, now=0.0)
+    t.start(2, CallIds(["a", "b", "c"]), 0x2, now=1.0)
+    t.start(3, CallIds(["d", "e"]), 0x3, now=2.0)
+    assert len(t) == 6, "pending counts tuples (topology.max.spout.pending), not trees"
+    assert t.ack_all([2, 0x2, 1, 0x1], now=4.0) == (["a", "b", "c", "alone"], 3 * 3.0 + 4.0)
+    assert len(t) == 2
+    assert t.fail(3) == ("d", "e") and len(t) == 0
+    t.start(4, CallIds(["f", "g"]), 0x4, now=5.0)
+    assert t.expire(now=15.0) == ["f", "g"] and len(t) == 0
 
 
 def test_roots_name_their_spout_task_and_ids_are_never_zero():

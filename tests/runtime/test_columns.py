@@ -5,7 +5,7 @@ import pytest
 
 from squall import Bolt, Grouping, Spout
 from squall.component import TupleBatch, TupleSource
-from squall.runtime.acking import TASK_SHIFT
+from squall.runtime.acking import TASK_SHIFT, root_task
 from squall.runtime.instance.chain import Chain
 from squall.runtime.instance.emit import ColumnRoute, per_destination_columns
 from squall.runtime.protocol import ACK, DATA, DATA_HEADER_SIZE, FrameReader, data_frame, frame_dest
@@ -259,7 +259,7 @@ def frames_of(process, ftype):
 
 @pytest.mark.parametrize("source", [ColumnSrc, RowSrc])
 @pytest.mark.parametrize("words, acked", [(["a", "b", "c"], True), (["a", "fail", "c"], False)])
-def test_a_spout_s_columns_or_list_with_ids_across_processes_are_one_span_in_all_their_trees(source, words, acked):
+def test_a_spout_s_columns_or_list_with_ids_across_processes_are_one_span_of_one_tree_for_all(source, words, acked):
     topo = topology("ATLEAST_ONCE")
     src = source(words)
     spout, mid, sink = make(topo, "a_src", SRC, src), make(topo, "b_mid", MID, Mid()), make(topo, "c_out", OUT, Out())
@@ -270,14 +270,14 @@ def test_a_spout_s_columns_or_list_with_ids_across_processes_are_one_span_in_all
     ((stream, vals, spans, *n),) = msgpack.unpackb(data[DATA_HEADER_SIZE:])[1]
     assert (stream, vals, n) == (("default", [words], [3]) if source is ColumnSrc else
                                  ("default", [[w] for w in words], []))
-    assert spans[0] == 0 and len(spans) == 3 and len(spans[1]) == 3, "one span in the three trees"
-    assert src.acked == src.failed == []
+    assert spans[0] == 0 and len(spans) == 3 and root_task(spans[1]) == SRC, "one span of one tree"
+    assert src.acked == src.failed == [] and len(spout.tracker.trees) == 1 and len(spout.tracker) == 3
     mid.on_frame(data, 0.0)
     for frame in frames_of(mid, DATA):
         sink.on_frame(frame, 0.0)
     for frame in frames_of(mid, ACK) + frames_of(sink, ACK):
         spout.on_frame(frame, 0.0)
     if acked:
-        assert sorted(src.acked) == sorted(words) and src.failed == [], "every tree's XOR closed"
+        assert src.acked == words and src.failed == [], "the tree's XOR closed: each of its tuples acked"
     else:
-        assert sorted(src.failed) == sorted(words) and src.acked == [], "a failed tuple fails every tree"
+        assert src.failed == words and src.acked == [], "a failed tuple fails the tree: each of its tuples"
