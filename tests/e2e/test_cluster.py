@@ -72,7 +72,9 @@ def finish_exactly(cluster, name, out, sentences=SENTENCES):
 def test_word_count_on_zookeeper_with_every_command(zk_cluster, tmp_path):
     out = str(tmp_path / "out")
     os.mkdir(out)
-    zk_cluster.submit("wc_update", f"e2e.out.dir={out}", f"e2e.sentences={SENTENCES}")
+    # the count bolt's metrics waited for below come a bucket at a time (5 s by default)
+    zk_cluster.submit("wc_update", f"e2e.out.dir={out}", f"e2e.sentences={SENTENCES}",
+                      "topology.builtin.metrics.bucket.size.secs=1")
     assert status(zk_cluster, "wc_update") == "RUNNING"
     data = shown(zk_cluster, "wc_update")
     assert data["status"] == "RUNNING" and data["reasons"] == []
