@@ -224,14 +224,44 @@ def stop_processes(processes: Sequence[psutil.Process], grace: float, group: boo
     Give ``psutil.Popen`` for children of ours: its ``returncode`` is kept current."""
     processes = list(processes)
     _send(processes, signal.SIGTERM, group)
-    _, alive = psutil.wait_procs(processes, timeout=grace)
+    alive = _wait_exited(processes, grace)
     if not alive:
         return
     log.warning("pids %s ignored SIGTERM for %.1fs; killing them", [p.pid for p in alive], grace)
     _send(alive, signal.SIGKILL, group)
-    _, alive = psutil.wait_procs(alive, timeout=5.0)
+    alive = _wait_exited(alive, 5.0)
     if alive:
         log.error("pids %s survived SIGKILL for 5s", [p.pid for p in alive])
+
+
+EXIT_POLL_SECS = 0.05
+
+
+def _wait_exited(processes: Sequence[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """``psutil.wait_procs`` (which reaps our children) for up to ``timeout`` seconds; the processes still
+    running. A zombie has exited: psutil would wait on until its parent reaps it, and a daemon whose launcher
+    is gone (a supervisor, a keeper, an adopted executor) is init's to reap, on init's own schedule (a
+    container's init may take seconds)."""
+    deadline = time.monotonic() + timeout
+    alive = list(processes)
+    while True:
+        _, alive = psutil.wait_procs(alive, timeout=max(0.0, min(EXIT_POLL_SECS, deadline - time.monotonic())))
+        alive = [p for p in alive if not _exited(p)]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+
+
+def _exited(process: psutil.Process) -> bool:
+    """Gone, or a zombie: reaped here if it is our child (a ``psutil.Popen`` keeps its returncode)."""
+    try:
+        if process.status() != psutil.STATUS_ZOMBIE:
+            return False
+        process.wait(0)
+    except psutil.TimeoutExpired:
+        pass  # another's child: its parent reaps it
+    except psutil.NoSuchProcess:
+        pass
+    return True
 
 
 def _send(processes: Iterable[psutil.Process], signum: int, group: bool) -> None:

@@ -132,7 +132,9 @@ def test_faults_and_a_rescale_leave_exactly_one_row_per_record(cluster, kafka_bo
                    "--config-property", f"files.path={out}",
                    # at least once a tree is acked once its part is committed and the checkpoint after it
                    # is complete (a few seconds): a spout task keeps that long's records in flight
-                   "--config-property", "topology.max.spout.pending=20000")
+                   "--config-property", "topology.max.spout.pending=20000",
+                   # lag and rates reach the metrics (and so the waits below) a bucket at a time
+                   "--config-property", "topology.builtin.metrics.bucket.size.secs=1")
     done = progress(out, 0, "before any fault")
     os.kill(process(cluster, "instance kafka")["pid"], signal.SIGKILL)
     done = progress(out, done, "after a KafkaSpout task's SIGKILL")

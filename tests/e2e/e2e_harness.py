@@ -74,6 +74,15 @@ def summed_counts(out_dir):
     return total
 
 
+def pace(out_dir, per_sec):
+    """wc_update's spout emits ``per_sec`` sentences a second from now on (its ``rate`` file, read every 0.2 s):
+    a test speeds up the rest of the corpus once what it disturbs mid-run is over."""
+    tmp = os.path.join(out_dir, ".rate.tmp")
+    with open(tmp, "w") as f:
+        f.write(str(per_sec))
+    os.replace(tmp, os.path.join(out_dir, "rate"))
+
+
 def records_left(state, name):
     """The kinds of state record ``name`` still has (none once it is killed or cleaned up)."""
     from squall.state import Kind

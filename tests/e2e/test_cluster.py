@@ -12,7 +12,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 
 from corpus import expected as expected_words
-from e2e_harness import records_left, summed_counts as counted, wait_until
+from e2e_harness import pace, records_left, summed_counts as counted, wait_until
 
 from squall.state import Kind
 from squall.state.status import alive
@@ -72,7 +72,9 @@ def finish_exactly(cluster, name, out, sentences=SENTENCES):
 def test_word_count_on_zookeeper_with_every_command(zk_cluster, tmp_path):
     out = str(tmp_path / "out")
     os.mkdir(out)
-    zk_cluster.submit("wc_update", f"e2e.out.dir={out}", f"e2e.sentences={SENTENCES}")
+    # the count bolt's metrics waited for below come a bucket at a time (5 s by default)
+    zk_cluster.submit("wc_update", f"e2e.out.dir={out}", f"e2e.sentences={SENTENCES}",
+                      "topology.builtin.metrics.bucket.size.secs=1")
     assert status(zk_cluster, "wc_update") == "RUNNING"
     data = shown(zk_cluster, "wc_update")
     assert data["status"] == "RUNNING" and data["reasons"] == []
@@ -187,6 +189,7 @@ def test_the_standby_topology_master_takes_over_while_tuples_keep_flowing(zk_clu
     wait_until(lambda: len([p for p in shown(zk_cluster, "wc_update")["processes"]
                             if p["process"].startswith("tmaster") and p["state"] == "up"]) == 2,
                what="two topology master candidates again")
+    pace(out, 300)  # the standby leads: the rest of the corpus at 300 sentences/s, not 60
     finish_exactly(zk_cluster, "wc_update", out)
     zk_cluster.squall("kill", "wc_update")
 
@@ -231,6 +234,7 @@ def test_a_leader_whose_session_expires_stops_serving_before_the_standby_leads(z
                    if f.startswith("tmaster-") and f"[c0 tmaster {new.pid}]" in open(os.path.join(logs, f)).read())
     assert min(t for t in _log_times(new_log, "leading:") if t > frozen_at) > frozen_at + 2.0
     assert _leader(zk_cluster, "wc_update")[0].pid == new.pid, "the resumed old leader took over again"
+    pace(out, 300)  # the new leader is in place: the rest of the corpus at 300 sentences/s, not 60
     finish_exactly(zk_cluster, "wc_update", out)
     zk_cluster.squall("kill", "wc_update")
 

@@ -4,7 +4,7 @@ import os
 import time
 
 from corpus import expected as expected_words
-from e2e_harness import summed_counts as counted, wait_until
+from e2e_harness import pace, summed_counts as counted, wait_until
 
 from squall.state import Kind, LocalStateManager
 
@@ -26,6 +26,7 @@ def test_an_update_that_splits_a_chain_replaces_its_process_and_counts_stay_exac
     pids = {i.id.component: i.pid for i in state.get(Kind.PHYSICAL_PLAN, "wc_update").instances
             if i.id.component in ("sentences", "split")}
     assert pids["sentences"] != pids["split"]
+    pace(out, 500)  # the split is over: the rest of the corpus at 500 sentences/s, not 100
 
     expected = expected_words(1500)
     wait_until(lambda: sum(counted(out).values()) >= sum(expected.values()), timeout=90, what="all words counted")
@@ -88,6 +89,7 @@ def test_updates_refused_then_past_the_container_caps_then_down_with_exact_count
     assert len(plan.containers) == 1
     physical = state.get(Kind.PHYSICAL_PLAN, "wc_update")
     assert [i.id.component_index for i in physical.instances if i.id.component == "count"] == [0]
+    pace(out, 500)  # the updates are over: the rest of the corpus at 500 sentences/s, not 100
 
     expected = expected_words(1500)
     wait_until(lambda: sum(counted(out).values()) >= sum(expected.values()), timeout=90, what="all words counted")

@@ -21,7 +21,9 @@ def test_word_count_is_exact_and_kill_leaves_nothing(cluster, tmp_path):
     cluster_file = tmp_path / "cluster.yaml"  # a user key only the cluster file sets
     cluster_file.write_text(f"e2e.out.dir: {out}\n")
     stdout, _ = cluster.squall("submit", os.path.join(os.path.dirname(__file__), "topologies", "wc_finite.py"),
-                               "--config-path", str(cluster_file))
+                               "--config-path", str(cluster_file),
+                               # the metrics waited for below come a bucket at a time (5 s by default)
+                               "--config-property", "topology.builtin.metrics.bucket.size.secs=1")
     assert "topology 'wc_finite' is running: 6 instances in 2 containers" in stdout
 
     total = sum(expected.values())

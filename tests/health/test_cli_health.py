@@ -141,7 +141,8 @@ def test_recommend_shows_the_decision_changes_nothing_and_auto_then_applies_it(s
 def test_a_hot_key_is_skew_not_a_scale_up_and_its_keys_are_sampled(squall_cluster, capsys):
     """9 in 10 keys are "hot": fields grouping sends them all to one of the two tasks, which saturates."""
     squall(capsys, "submit", os.path.join(TOPOLOGIES, "health_skew.py"),
-           "--config-property", "squall.health.interval.secs=1", "--config-property", "squall.health.key.sample.secs=3")
+           "--config-property", "squall.health.interval.secs=1", "--config-property", "squall.health.key.sample.secs=3",
+           "--config-property", "topology.builtin.metrics.bucket.size.secs=1")  # a round's window holds a bucket
 
     def sampled_skew(h):
         return next((d for d in h["history"] if d["diagnosis"] == "skew" and d["evidence"].get("hot_keys")), None)

@@ -4,7 +4,9 @@ Count tasks write ``count-<task>_<pid>.json`` on ticks and on close, so counts
 of tasks that are scaled away are kept; the spout keeps its position in
 ``spout-<task>.pos``, so a spout task restarted by an update (a chain split)
 goes on where it was. Config: ``e2e.out.dir``, ``e2e.sentences``,
-``e2e.sentences.per.sec`` (per spout task).
+``e2e.sentences.per.sec`` (per spout task; a file ``rate`` in ``e2e.out.dir``,
+when there, overrides it while running: ``e2e_harness.pace``, how a test
+speeds up the rest of the corpus once what it disturbs mid-run is over).
 """
 import json
 import os
@@ -15,6 +17,8 @@ from squall import Bolt, Grouping, Spout, TopologyBuilder
 
 from corpus import Split, sentence
 
+RATE_CHECK_SECS = 0.2  # how often the spout looks for a new rate
+
 
 class SlowSentences(Spout):
     outputs = ["sentence"]
@@ -24,10 +28,23 @@ class SlowSentences(Spout):
         self.i = int(open(self.position).read()) if os.path.exists(self.position) else 0
         self.limit = config["e2e.sentences"]
         self.interval = 1.0 / config["e2e.sentences.per.sec"]
+        self.rate_file = os.path.join(config["e2e.out.dir"], "rate")
         self.next_at = time.monotonic()
+        self.follow_rate(self.next_at)
+
+    def follow_rate(self, now):
+        self.checked_at = now
+        try:
+            with open(self.rate_file) as f:
+                self.interval = 1.0 / float(f.read())
+        except (FileNotFoundError, ValueError):
+            pass
 
     def next_tuple(self):
-        if self.i < self.limit and time.monotonic() >= self.next_at:
+        now = time.monotonic()
+        if now - self.checked_at >= RATE_CHECK_SECS:
+            self.follow_rate(now)
+        if self.i < self.limit and now >= self.next_at:
             self.emit([sentence(self.i)])
             self.i += 1
             with open(self.position + ".tmp", "w") as f:
