@@ -362,7 +362,7 @@ def run(env: RuntimeEnv) -> int:
                     raise
                 lost, failed = inst.on_disconnected(time.perf_counter())
                 log.warning("task %d: lost the stream manager (%s): %d bytes unsent are lost%s; reconnecting",
-                            task, e, lost, f", {failed} open trees failed (replayed)" if failed else "")
+                            task, e, lost, f", {failed} tuples of open trees failed (replayed)" if failed else "")
                 loop.conn.close()
                 loop.attach(_connect_stmgr(env, task, component, chain))
                 log.info("task %d reconnected to its stream manager", task)

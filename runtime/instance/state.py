@@ -319,7 +319,7 @@ class InstanceState:
     def on_disconnected(self, clock: float) -> tuple:
         """The stream manager's connection is gone (it died; the executor restarts it). What was framed
         for it and not sent is lost; batches not yet framed stay and leave on the next connection.
-        Returns (bytes lost, trees failed)."""
+        Returns (bytes lost, tuples of open trees failed)."""
         lost = len(self.out)
         self.out.clear()
         return lost, 0
