@@ -36,6 +36,8 @@ a span closes it for the call, and its completion or failure is each tuple's.
 from __future__ import annotations
 
 import random
+from itertools import repeat
+from operator import is_
 from typing import List, Optional, Sequence, Union
 
 from squall.logical import MAX_SPOUT_TASK
@@ -153,6 +155,13 @@ def ids_of(tup_id: object) -> Sequence[object]:
     return tup_id if tup_id.__class__ is CallIds else (tup_id,)  # type: ignore[return-value]
 
 
+def some_untracked(tup_ids: Sequence[object]) -> bool:
+    """A spout's call with ids of which some are None: it goes a tuple at a time, and only the tuples
+    with ids start trees (``emit_many`` and ``emit_columns``, across processes and in a chain). By
+    identity, at C speed."""
+    return any(map(is_, tup_ids, repeat(None)))
+
+
 class AckTracker:
     """The open trees of one spout task: root -> [tup_id, xor of its open values, emitted at]. A
     tree's ``tup_id`` is a ``CallIds`` where it stands for the tuples of one call.
@@ -181,19 +190,20 @@ class AckTracker:
     def open_root(self, spout_task: int, tup_id: object, xor: int, now: float) -> int:
         """``start`` a tree under a fresh root; returns the root."""
         root = self.fresh_root(spout_task)
-        self.trees[root] = [tup_id, xor, now]
-        if tup_id.__class__ is CallIds:
-            self.extra += len(tup_id) - 1  # type: ignore[arg-type]
+        self._open(root, tup_id, xor, now)
         return root
 
     def start(self, root: int, tup_id: object, xor: int, now: float) -> bool:
         """A tree whose first spans XOR to ``xor``; False if it is complete already (no span at all)."""
         if xor == 0:
             return False
+        self._open(root, tup_id, xor, now)
+        return True
+
+    def _open(self, root: int, tup_id: object, xor: int, now: float) -> None:
         self.trees[root] = [tup_id, xor, now]
         if tup_id.__class__ is CallIds:
             self.extra += len(tup_id) - 1  # type: ignore[arg-type]
-        return True
 
     def ack_all(self, acks: list, now: float) -> tuple:
         """Close and open values of trees, for a flat ``[root, value, root, value, ...]``: the tup_ids of

@@ -27,7 +27,7 @@ import time
 from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple, Optional, Sequence, Union
 
 from squall.component import Bolt, Tuple, TupleBatch, TupleSource, column_count, rows_of
-from squall.runtime.acking import CallIds, Span
+from squall.runtime.acking import CallIds, Span, some_untracked
 from squall.runtime.instance.tuples import ReceivedTuple, process_columns, process_run
 from squall.runtime.routing import RoutingError
 from squall.runtime.user_errors import UNCAUGHT
@@ -288,7 +288,7 @@ def at_least_once(up: InstanceState, inner: EmitMethod) -> Made:
                   anchors: Optional[Iterable[Tuple]] = None, tup_ids: Optional[Sequence[object]] = None) -> None:
         nonlocal calls
         if (stream != stream0 or not values_list or (anchors is not None and other_anchors(anchors))
-                or some_untracked(tup_ids)):
+                or partly_tracked(tup_ids)):
             for k, values in enumerate(values_list):
                 emit(component, values, stream, anchors, None, None if tup_ids is None else tup_ids[k])
             return
@@ -298,10 +298,8 @@ def at_least_once(up: InstanceState, inner: EmitMethod) -> Made:
         calls += n
         hand_on(TupleBatch(values_list, source), n, span_of(anchors, tup_ids), tup_ids)
 
-    def some_untracked(tup_ids: Optional[Sequence[object]]) -> bool:
-        """A spout's call whose ids are partly None: it goes a tuple at a time, and only the tuples
-        with ids start trees (as across processes, ``emit.py``)."""
-        return spout is not None and tup_ids is not None and None in tup_ids
+    def partly_tracked(tup_ids: Optional[Sequence[object]]) -> bool:
+        return spout is not None and tup_ids is not None and some_untracked(tup_ids)
 
     def span_of(anchors: Optional[Iterable[Tuple]], tup_ids: Optional[Sequence[object]]) -> Optional[Span]:
         """The span a batch handed on is processed in."""
@@ -333,7 +331,7 @@ def at_least_once(up: InstanceState, inner: EmitMethod) -> Made:
                 return
             if tup_ids is not None and len(tup_ids) != n:
                 raise ValueError(f"emit_columns: {n} tuples but {len(tup_ids)} tup_ids")
-            if some_untracked(tup_ids):
+            if partly_tracked(tup_ids):
                 emit_many(component, rows_of(columns), stream, anchors, tup_ids)
                 return
             emits[0] += n

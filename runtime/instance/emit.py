@@ -32,7 +32,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence
 
 from squall.component import Tuple, column_count, rows_of
-from squall.runtime.acking import ROOT_BITS, TASK_SHIFT, CallIds, Span, new_value, random_bits
+from squall.runtime.acking import ROOT_BITS, TASK_SHIFT, CallIds, Span, new_value, random_bits, some_untracked
 from squall.runtime.instance.batch import NO_ANCHOR, Batch
 from squall.runtime.instance.edge import Edge, EmitColumnsMethod, EmitManyMethod, EmitMethod
 from squall.runtime.instance.tuples import Received
@@ -336,7 +336,7 @@ def fast_emit_many(inst: InstanceState, emit: EmitMethod) -> EmitManyMethod:
         if tup_ids is not None and len(tup_ids) != len(values_list):
             raise ValueError(f"emit_many: {len(values_list)} values but {len(tup_ids)} tup_ids")
         if tracked and tup_ids is not None:  # a spout's ids (a bolt's emit_many takes none)
-            if any(tup_id is None for tup_id in tup_ids):  # some untracked: a tuple at a time, as emit takes them
+            if some_untracked(tup_ids):  # a tuple at a time, as emit takes them
                 each(component, values_list, stream, anchors, tup_ids)
             else:
                 emits[0] += len(values_list)
@@ -441,7 +441,7 @@ def fast_emit_columns(inst: InstanceState, many: EmitManyMethod) -> EmitColumnsM
         n = column_count(columns, stream, None if route is None else route.fields)
         if (route is None or (tracked and anchors is not None)
                 or (route.subscribed and route.next_task is None and route.slots is None)
-                or (trees and tup_ids is not None and None in tup_ids)):  # some untracked: as rows, as emit_many
+                or (trees and tup_ids is not None and some_untracked(tup_ids))):  # as rows: emit_many's
             many(component, rows_of(columns), stream, anchors, tup_ids)
             return
         if tup_ids is not None and len(tup_ids) != n:
