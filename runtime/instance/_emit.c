@@ -26,6 +26,7 @@
 #include <structmember.h>
 
 enum { STREAM, VALS, LIMIT, TARGETS, SPANS, ANCHOR, SLOTS, TUP_ID = SLOTS, NAMES };
+enum { ROOTS, VALUE, DELTA, CARRIED, AT, OPEN, FAILED, SPAN_SLOTS };  /* Span's slots */
 enum { UNTRACKED, ANCHORED, SPOUT };  /* at most once; a tracked bolt's (or a spout's emit without an id); a spout's */
 
 typedef struct {
@@ -53,35 +54,74 @@ typedef struct {
     PyObject *task_bits;  /* the task id above a root's random bits */
     PyObject *root_bits;  /* ROOT_BITS */
     PyObject *no_anchor;  /* NO_ANCHOR */
+    /* a bolt's anchored emit under auto_ack (NULL otherwise): ``inst.anchor()`` and ``Batch.join`` in C */
+    PyObject *span_type;  /* Span */
+    PyObject *idle;       /* IDLE: ``inst.current`` outside process() */
+    Py_ssize_t span_offsets[SPAN_SLOTS];  /* of span_type's slots; -1: read by name */
 } CompiledEmit;
 
 static PyObject *slot_names[NAMES];  /* the Batch slots', then tup_id */
+static PyObject *span_names[SPAN_SLOTS];
 static PyObject *str_anchor_span, *str_anchor, *str_join, *str_open_run, *str_complete, *str_tracker, *str_open_root;
-static PyObject *sixty_four, *zero_seconds;
+static PyObject *str_current, *str_span, *str_span_roots, *str_span_value;
+static PyObject *sixty_four, *zero_seconds, *zero;
 
-/* batch.<slot>: a new reference, or NULL with the error set */
-static PyObject *slot_of(CompiledEmit *self, PyObject *batch, int slot) {
-    if (Py_TYPE(batch) == (PyTypeObject *)self->batch_type && self->offsets[slot] >= 0) {
-        PyObject *value = *(PyObject **)((char *)batch + self->offsets[slot]);
+/* obj.<name>, read at ``offset`` in the object (-1: by name); a new reference, or NULL with the error set */
+static PyObject *get_at(PyObject *obj, Py_ssize_t offset, PyObject *name) {
+    if (offset >= 0) {
+        PyObject *value = *(PyObject **)((char *)obj + offset);
         if (value) {
             Py_INCREF(value);
             return value;
         }
     }
-    return PyObject_GetAttr(batch, slot_names[slot]);
+    return PyObject_GetAttr(obj, name);
 }
 
-/* batch.<slot> = value */
-static int set_slot(CompiledEmit *self, PyObject *batch, int slot, PyObject *value) {
-    if (Py_TYPE(batch) == (PyTypeObject *)self->batch_type && self->offsets[slot] >= 0) {
-        PyObject **at = (PyObject **)((char *)batch + self->offsets[slot]);
+/* obj.<name> = value, at ``offset`` (-1: by name) */
+static int set_at(PyObject *obj, Py_ssize_t offset, PyObject *name, PyObject *value) {
+    if (offset >= 0) {
+        PyObject **at = (PyObject **)((char *)obj + offset);
         PyObject *old = *at;
         Py_INCREF(value);
         *at = value;
         Py_XDECREF(old);
         return 0;
     }
-    return PyObject_SetAttr(batch, slot_names[slot], value);
+    return PyObject_SetAttr(obj, name, value);
+}
+
+/* batch.<slot>: a new reference, or NULL with the error set */
+static PyObject *slot_of(CompiledEmit *self, PyObject *batch, int slot) {
+    return get_at(batch, Py_TYPE(batch) == (PyTypeObject *)self->batch_type ? self->offsets[slot] : -1,
+                  slot_names[slot]);
+}
+
+/* batch.<slot> = value */
+static int set_slot(CompiledEmit *self, PyObject *batch, int slot, PyObject *value) {
+    return set_at(batch, Py_TYPE(batch) == (PyTypeObject *)self->batch_type ? self->offsets[slot] : -1,
+                  slot_names[slot], value);
+}
+
+/* span.<slot> (a Span's, at its offset); a new reference */
+static PyObject *span_slot(CompiledEmit *self, PyObject *span, int slot) {
+    return get_at(span, Py_TYPE(span) == (PyTypeObject *)self->span_type ? self->span_offsets[slot] : -1,
+                  span_names[slot]);
+}
+
+static int set_span_slot(CompiledEmit *self, PyObject *span, int slot, PyObject *value) {
+    return set_at(span, Py_TYPE(span) == (PyTypeObject *)self->span_type ? self->span_offsets[slot] : -1,
+                  span_names[slot], value);
+}
+
+/* ``bits(64) or 1``: a span's value, or a share of one (new_value()); a new reference */
+static PyObject *new_value(CompiledEmit *self) {
+    PyObject *value = PyObject_CallOneArg(self->bits, sixty_four);
+    if (!value) return NULL;
+    int nonzero = PyObject_IsTrue(value);
+    if (nonzero > 0) return value;
+    Py_DECREF(value);
+    return nonzero < 0 ? NULL : PyLong_FromLong(1);
 }
 
 /* values[index] as Python's subscript takes it; a new reference, or NULL with the error set */
@@ -220,9 +260,61 @@ static int add_to_batch(CompiledEmit *self, PyObject *batch, PyObject *values) {
     return append_values(self, batch, values);
 }
 
+/* A Span (``span_type``, whose slots are all known) made as ``Span(roots, value)`` makes it, without a
+   Python frame; a new reference */
+static PyObject *make_span(CompiledEmit *self, PyObject *roots, PyObject *value) {
+    PyTypeObject *type = (PyTypeObject *)self->span_type;
+    for (int i = 0; i < SPAN_SLOTS; i++)
+        if (self->span_offsets[i] < 0) return PyObject_CallFunctionObjArgs(self->span_type, roots, value, NULL);
+    PyObject *span = type->tp_alloc(type, 0);
+    if (!span) return NULL;
+    PyObject *initial[SPAN_SLOTS] = {roots, value, zero, Py_None, zero, zero, Py_False};
+    for (int i = 0; i < SPAN_SLOTS; i++) set_at(span, self->span_offsets[i], NULL, initial[i]);
+    return span;
+}
+
+/* ``batch``'s open run (this emit's stream) takes a new span of ``anchor``'s, as ``Batch.join`` opens one:
+   no tree (None), or a share of ``anchor``'s value, which ``anchor``'s ack may ride on. 1 if done here,
+   0 if ``anchor`` is not a Span this emit knows (``Batch.join`` does it), -1 with the error set. */
+static int open_span(CompiledEmit *self, PyObject *batch, PyObject *anchor) {
+    if (anchor != Py_None && (!self->span_type || Py_TYPE(anchor) != (PyTypeObject *)self->span_type)) return 0;
+    PyObject *spans = slot_of(self, batch, SPANS);
+    if (!spans) return -1;
+    int result = -1;
+    PyObject *share = NULL, *delta = NULL, *roots = NULL, *start = NULL, *at = NULL;
+    Py_ssize_t held = list_size(slot_of(self, batch, VALS));
+    if (held < 0 || !PyList_CheckExact(spans)) {
+        if (held >= 0) PyErr_SetString(PyExc_TypeError, "CompiledEmit: a batch's spans must be a list");
+        goto done;
+    }
+    if (!(start = PyLong_FromSsize_t(held))) goto done;
+    if (anchor == Py_None) {
+        if (PyList_Append(spans, start) || PyList_Append(spans, Py_None) || PyList_Append(spans, zero)) goto done;
+    } else {
+        PyObject *old_delta = NULL;
+        if (!(share = new_value(self)) || !(old_delta = span_slot(self, anchor, DELTA))) goto done;
+        delta = PyNumber_Xor(old_delta, share);
+        Py_DECREF(old_delta);
+        if (!delta || set_span_slot(self, anchor, DELTA, delta) < 0) goto done;
+        if (!(roots = span_slot(self, anchor, ROOTS))) goto done;
+        if (PyList_Append(spans, start) || PyList_Append(spans, roots) || PyList_Append(spans, share)) goto done;
+        if (!(at = PyLong_FromSsize_t(PyList_GET_SIZE(spans) - 1))) goto done;
+        if (set_span_slot(self, anchor, CARRIED, spans) < 0 || set_span_slot(self, anchor, AT, at) < 0) goto done;
+    }
+    result = set_slot(self, batch, ANCHOR, anchor) < 0 ? -1 : 1;
+done:
+    Py_DECREF(spans);
+    Py_XDECREF(share);
+    Py_XDECREF(delta);
+    Py_XDECREF(roots);
+    Py_XDECREF(start);
+    Py_XDECREF(at);
+    return result;
+}
+
 /* At least once: ``values`` anchored to ``anchor`` (a received Span, or None: not tracked), as
-   ``fast_emit``'s tracked path: into the batch's open span when that is ``anchor``'s, else through
-   ``Batch.join`` (a new run, or a new span: a sentence's first word for this batch) */
+   ``fast_emit``'s tracked path: into the batch's open span when that is ``anchor``'s, else a new span
+   (a sentence's first word for this batch: ``open_span``), or through ``Batch.join`` (a new run) */
 static int join_batch(CompiledEmit *self, PyObject *batch, PyObject *values, PyObject *anchor) {
     int same = same_stream(self, batch);
     if (same < 0) return -1;
@@ -231,12 +323,51 @@ static int join_batch(CompiledEmit *self, PyObject *batch, PyObject *values, PyO
         if (!open) return -1;
         Py_DECREF(open);  /* only its identity is compared */
         if (open == anchor) return append_values(self, batch, values);
+        int opened = open_span(self, batch, anchor);
+        if (opened < 0) return -1;
+        if (opened) return append_values(self, batch, values);
     }
     PyObject *done = PyObject_CallMethodObjArgs(batch, str_join, self->stream, values, anchor, NULL);
     if (!done) return -1;
     Py_DECREF(done);
     Py_ssize_t held = list_size(slot_of(self, batch, VALS));
     return held < 0 ? -1 : send_if_full(self, batch, held);
+}
+
+/* ``inst.anchor()`` under ``auto_ack`` (``span_type`` given): None outside process(), else the Span of
+   the received span being processed (``open_span``: made the first time, None when it is not
+   tracked), kept in ``inst.anchor_span``; a new reference */
+static PyObject *auto_acked_anchor(CompiledEmit *self) {
+    PyObject *current = PyObject_GetAttr(self->inst, str_current);
+    if (!current) return NULL;
+    Py_DECREF(current);  /* only its identity is compared */
+    if (current == self->idle) Py_RETURN_NONE;
+    PyObject *span = PyObject_GetAttr(self->inst, str_span);
+    if (!span) return NULL;
+    if (span == Py_None) {
+        PyObject *roots = PyObject_GetAttr(self->inst, str_span_roots);
+        if (!roots) goto failed;
+        if (roots != Py_None) {
+            PyObject *value = PyObject_GetAttr(self->inst, str_span_value);
+            if (!value) {
+                Py_DECREF(roots);
+                goto failed;
+            }
+            Py_DECREF(span);
+            span = make_span(self, roots, value);
+            Py_DECREF(value);
+            if (!span || PyObject_SetAttr(self->inst, str_span, span) < 0) {
+                Py_DECREF(roots);
+                goto failed;
+            }
+        }
+        Py_DECREF(roots);
+    }
+    if (PyObject_SetAttr(self->inst, str_anchor_span, span) < 0) goto failed;
+    return span;
+failed:
+    Py_XDECREF(span);
+    return NULL;
 }
 
 /* The span a bolt's emit joins: ``inst.anchor_span or inst.anchor()`` (None: the bolt does not
@@ -252,6 +383,7 @@ static PyObject *anchor_of(CompiledEmit *self) {
         return NULL;
     }
     Py_DECREF(span);
+    if (self->span_type) return auto_acked_anchor(self);
     return PyObject_CallMethodNoArgs(self->inst, str_anchor);
 }
 
@@ -261,15 +393,8 @@ static PyObject *anchor_of(CompiledEmit *self) {
 static int start_tree(CompiledEmit *self, PyObject *batch, PyObject *values, PyObject *tup_id) {
     PyObject *value = NULL, *root = NULL, *masked = NULL, *now = NULL, *entry = NULL, *spans = NULL;
     int result = -1;
-    value = PyObject_CallOneArg(self->bits, sixty_four);
+    value = new_value(self);
     if (!value) goto done;
-    int nonzero = PyObject_IsTrue(value);
-    if (nonzero < 0) goto done;
-    if (!nonzero) {  /* ``bits(64) or 1`` */
-        Py_DECREF(value);
-        value = PyLong_FromLong(1);
-        if (!value) goto done;
-    }
     masked = PyNumber_And(value, self->root_bits);
     if (!masked) goto done;
     root = PyNumber_Or(self->task_bits, masked);
@@ -400,56 +525,71 @@ static PyObject *fast_emit_call(CompiledEmit *self, PyObject *const *args, size_
 static PyObject **field(CompiledEmit *self, int i) {
     PyObject **fields[] = {&self->routes, &self->batches, &self->emits, &self->send, &self->append, &self->fallback,
                            &self->stream, &self->batch_type, &self->inst, &self->task_id, &self->trees, &self->bits,
-                           &self->clock, &self->task_bits, &self->root_bits, &self->no_anchor};
+                           &self->clock, &self->task_bits, &self->root_bits, &self->no_anchor, &self->span_type,
+                           &self->idle};
     return i < (int)(sizeof fields / sizeof *fields) ? fields[i] : NULL;
 }
 
+enum { GIVEN = 18, FIRST_SPOUT = 9, LAST_SPOUT = 15, BITS = 11, SPAN_TYPE = 16, IDLE = 17 };
+
+/* The offset of ``type``'s slot ``name`` in its objects (a member descriptor of an object pointer), or -1 */
+static Py_ssize_t slot_offset(PyObject *type, PyObject *name) {
+    PyObject *descr = PyObject_GetAttr(type, name);
+    if (!descr) {
+        PyErr_Clear();
+        return -1;
+    }
+    Py_ssize_t offset = -1;
+    if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type == T_OBJECT_EX && !(member->flags & READONLY)) offset = member->offset;
+    }
+    Py_DECREF(descr);
+    return offset;
+}
+
 static PyObject *fast_emit_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *given[16] = {NULL};
+    PyObject *given[GIVEN] = {NULL};
     int auto_anchor = 0;
     static char *names[] = {"routes", "batches", "emits", "send", "append", "fallback", "stream", "batch_type",
                             "inst", "auto_anchor", "task_id", "trees", "bits", "clock", "task_bits", "root_bits",
-                            "no_anchor", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!O!OOOUO!|$OpOO!OOOOO:CompiledEmit", names, &PyDict_Type,
+                            "no_anchor", "span_type", "idle", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!O!OOOUO!|$OpOO!OOOOOO!O:CompiledEmit", names, &PyDict_Type,
                                      &given[0], &PyDict_Type, &given[1], &PyList_Type, &given[2], &given[3], &given[4],
                                      &given[5], &given[6], &PyType_Type, &given[7], &given[8], &auto_anchor, &given[9],
                                      &PyDict_Type, &given[10], &given[11], &given[12], &given[13], &given[14],
-                                     &given[15]))
+                                     &given[15], &PyType_Type, &given[SPAN_TYPE], &given[IDLE]))
         return NULL;
     int mode = !given[8] ? UNTRACKED : !given[10] ? ANCHORED : SPOUT;
-    for (int i = 9; i < 16; i++) {
+    for (int i = FIRST_SPOUT; i <= LAST_SPOUT; i++) {
         if (mode == SPOUT && !given[i]) {
             PyErr_SetString(PyExc_TypeError, "CompiledEmit: a spout's emit needs trees, bits, clock, task_id, "
                                              "task_bits, root_bits and no_anchor");
             return NULL;
         }
-        if (mode != SPOUT && given[i]) {
+        if (mode != SPOUT && given[i] && !(i == BITS && given[SPAN_TYPE])) {
             PyErr_SetString(PyExc_TypeError, "CompiledEmit: only a spout's emit (inst and trees) takes them");
             return NULL;
         }
+    }
+    if ((given[SPAN_TYPE] || given[IDLE]) && !(mode == ANCHORED && auto_anchor && given[SPAN_TYPE] && given[IDLE]
+                                                && given[BITS])) {
+        PyErr_SetString(PyExc_TypeError, "CompiledEmit: span_type, idle and bits go together, to an auto-anchored "
+                                         "bolt's emit under auto_ack");
+        return NULL;
     }
     CompiledEmit *self = (CompiledEmit *)type->tp_alloc(type, 0);
     if (!self) return NULL;
     self->vectorcall = (vectorcallfunc)fast_emit_call;
     self->mode = mode;
     self->auto_anchor = auto_anchor;
-    for (int i = 0; i < 16; i++) {
+    for (int i = 0; i < GIVEN; i++) {
         Py_XINCREF(given[i]);
         *field(self, i) = given[i];
     }
-    for (int i = 0; i < SLOTS; i++) {  /* a slot of __slots__ is a member descriptor of an object pointer */
-        self->offsets[i] = -1;
-        PyObject *descr = PyObject_GetAttr(given[7], slot_names[i]);
-        if (!descr) {
-            PyErr_Clear();
-            continue;
-        }
-        if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-            PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
-            if (member->type == T_OBJECT_EX && !(member->flags & READONLY)) self->offsets[i] = member->offset;
-        }
-        Py_DECREF(descr);
-    }
+    for (int i = 0; i < SLOTS; i++) self->offsets[i] = slot_offset(given[7], slot_names[i]);
+    for (int i = 0; i < SPAN_SLOTS; i++)
+        self->span_offsets[i] = given[SPAN_TYPE] ? slot_offset(given[SPAN_TYPE], span_names[i]) : -1;
     return (PyObject *)self;
 }
 
@@ -508,12 +648,18 @@ PyMODINIT_FUNC PyInit__emit(void) {
     const char *names[NAMES] = {"stream", "vals", "limit", "targets", "spans", "anchor", "tup_id"};
     for (int i = 0; i < NAMES; i++)
         if (!(slot_names[i] = PyUnicode_InternFromString(names[i]))) return NULL;
+    const char *spans[SPAN_SLOTS] = {"roots", "value", "delta", "carried", "at", "open", "failed"};
+    for (int i = 0; i < SPAN_SLOTS; i++)
+        if (!(span_names[i] = PyUnicode_InternFromString(spans[i]))) return NULL;
     struct { PyObject **name; const char *text; } methods[] = {
         {&str_anchor_span, "anchor_span"}, {&str_anchor, "anchor"}, {&str_join, "join"}, {&str_open_run, "open_run"},
-        {&str_complete, "complete"}, {&str_tracker, "tracker"}, {&str_open_root, "open_root"}};
+        {&str_complete, "complete"}, {&str_tracker, "tracker"}, {&str_open_root, "open_root"},
+        {&str_current, "current"}, {&str_span, "span"}, {&str_span_roots, "span_roots"},
+        {&str_span_value, "span_value"}};
     for (size_t i = 0; i < sizeof methods / sizeof *methods; i++)
         if (!(*methods[i].name = PyUnicode_InternFromString(methods[i].text))) return NULL;
-    if (!(sixty_four = PyLong_FromLong(64)) || !(zero_seconds = PyFloat_FromDouble(0.0))) return NULL;
+    if (!(sixty_four = PyLong_FromLong(64)) || !(zero_seconds = PyFloat_FromDouble(0.0)) || !(zero = PyLong_FromLong(0)))
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&CompiledEmitType);

@@ -35,7 +35,7 @@ from squall.component import Tuple, column_count, rows_of
 from squall.runtime.acking import ROOT_BITS, TASK_SHIFT, CallIds, Span, new_value, random_bits, some_untracked
 from squall.runtime.instance.batch import NO_ANCHOR, Batch
 from squall.runtime.instance.edge import Edge, EmitColumnsMethod, EmitManyMethod, EmitMethod
-from squall.runtime.instance.tuples import Received
+from squall.runtime.instance.tuples import IDLE, Received
 from squall.runtime.routing import FastRoute, SlotsChooser
 from squall.stream import DEFAULT_STREAM
 
@@ -57,6 +57,8 @@ def compiled_emit(inst: InstanceState, emit: EmitMethod) -> EmitMethod:
     tracking: dict = {}
     if inst.reliable:
         tracking = {"inst": inst, "auto_anchor": not inst.is_spout and inst.auto_anchor}
+        if tracking["auto_anchor"] and inst.auto_ack:  # inst.anchor() and Batch.join in C too
+            tracking.update(span_type=Span, idle=IDLE, bits=random_bits)
         if inst.is_spout:
             tracking.update(task_id=inst.task_id, trees=inst.tracker.trees, bits=random_bits, clock=time.monotonic,
                             task_bits=inst.task_id << TASK_SHIFT, root_bits=ROOT_BITS, no_anchor=NO_ANCHOR)

@@ -196,14 +196,17 @@ def received(n, spans):
 
 
 @pytest.mark.parametrize("auto_anchor", [True, False])
-def test_a_bolt_s_anchored_emits_leave_the_same_through_the_compiled_and_the_pure_emit(monkeypatch, auto_anchor):
+@pytest.mark.parametrize("batch_size", [4, 100])  # batches leave within spans; a span's ack rides on its last child
+def test_a_bolt_s_anchored_emits_leave_the_same_through_the_compiled_and_the_pure_emit(monkeypatch, auto_anchor,
+                                                                                      batch_size):
     root = 1 << acking.TASK_SHIFT
 
     def run(kind):
         bolt = type("Bolt", (Scripted,), {"auto_anchor": auto_anchor})()
-        inst, bolt = mid_instance(monkeypatch, kind, 4, "ATLEAST_ONCE", bolt)
+        inst, bolt = mid_instance(monkeypatch, kind, batch_size, "ATLEAST_ONCE", bolt)
         for spans in ([0, root | 1, 0x11, 3, root | 2, 0x22, 7, None, 0, 9, [root | 3, root | 4], [0x33, 0x44]],
-                      [0, root | 5, 0x55], [0, None, 0, 2, root | 6, 0x66]):
+                      [0, root | 5, 0x55], [0, None, 0, 2, root | 6, 0x66],
+                      [0, root | 7, 0x77, 3, None, 0, 6, root | 8, 0x88, 9, None, 0]):  # acked: their acks ride
             inst.on_frame(received(12, spans), 0.0)
         return type(bolt).__dict__["emit"], inst.emit_count, inst.ack_count, inst.fail_count, frames(inst)
 
@@ -211,9 +214,9 @@ def test_a_bolt_s_anchored_emits_leave_the_same_through_the_compiled_and_the_pur
     assert isinstance(compiled[0], emit_module.CompiledEmit) and not isinstance(pure[0], emit_module.CompiledEmit)
     assert compiled[1:] == pure[1:]
     _, emits, _acks, fails, sent_frames = compiled
-    assert emits == 3 * sum(len(SCRIPT.get(n % 6, ())) - SCRIPT.get(n % 6, ()).count("ack")
+    assert emits == 4 * sum(len(SCRIPT.get(n % 6, ())) - SCRIPT.get(n % 6, ()).count("ack")
                             - SCRIPT.get(n % 6, ()).count("fail") for n in range(12))
-    assert fails == 3 * 2
+    assert fails == 4 * 2
     spans = [span for t, _d, body in sent_frames if t != ACK for run in body[1] for span in zip(*[iter(run[2])] * 3)]
     anchored = [roots for _start, roots, _value in spans if roots is not None]
     assert bool(anchored) == auto_anchor  # without auto_anchor every span is of no tree
