@@ -641,10 +641,245 @@ static PyTypeObject CompiledEmitType = {
     .tp_members = fast_emit_members,
 };
 
+/* ---------------------------------------------------------------------------------------------------
+   ``AutoAckedLoop(inst, make, span_type, idle, rides)``: ``ReliableBoltInstance._run_auto_acked``'s loops
+   in C, a received run's tuples through ``process`` a span at a time, as the Python loop runs them
+   line for line (that loop stays the reference). ``run(process, source, vals, spans, at, touched)``
+   starts at ``at`` = [span index, tuple index]; when ``process`` raises it stops there, with the
+   tuple in ``at[2]``: the caller handles the exception (``raised``) and runs on from the next tuple. */
+
+enum { T_VALUES, T_SOURCE, T_ROOTS, TUPLE_SLOTS };
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *inst;       /* the ReliableBoltInstance */
+    PyObject *make;       /* AutoAckedTuple */
+    PyObject *span_type;  /* Span */
+    PyObject *idle;       /* IDLE */
+    int rides;            /* a span's ack may ride on its last child span (not a stateful bolt) */
+    Py_ssize_t tuple_offsets[TUPLE_SLOTS];
+    Py_ssize_t span_offsets[SPAN_SLOTS];
+} AutoAckedLoop;
+
+static PyObject *tuple_names[TUPLE_SLOTS];
+static PyObject *str_span_acked;
+
+/* ``make()`` with its values, source and roots (at their offsets when ``make`` has them all); a new reference */
+static PyObject *received_tuple(AutoAckedLoop *self, PyObject *values, PyObject *source, PyObject *roots) {
+    PyTypeObject *type = (PyTypeObject *)self->make;
+    PyObject *given[TUPLE_SLOTS] = {values, source, roots};
+    int fast = 1;
+    for (int i = 0; i < TUPLE_SLOTS; i++) fast &= self->tuple_offsets[i] >= 0;
+    PyObject *tup = fast ? type->tp_alloc(type, 0) : PyObject_CallNoArgs(self->make);
+    if (!tup) return NULL;
+    for (int i = 0; i < TUPLE_SLOTS; i++) {
+        if (set_at(tup, fast ? self->tuple_offsets[i] : -1, tuple_names[i], given[i]) < 0) {
+            Py_DECREF(tup);
+            return NULL;
+        }
+    }
+    return tup;
+}
+
+/* span.<slot>, at its offset when ``span`` is a Span; a new reference */
+static PyObject *loop_span_slot(AutoAckedLoop *self, PyObject *span, int slot) {
+    return get_at(span, Py_TYPE(span) == (PyTypeObject *)self->span_type ? self->span_offsets[slot] : -1,
+                  span_names[slot]);
+}
+
+/* The received span whose ``Span`` the bolt made (it anchored to it, or failed it) is done: unless it
+   failed, its ack rides on its last child span while that is unsent, else ``inst._span_acked``. */
+static int span_done(AutoAckedLoop *self, PyObject *span) {
+    PyObject *failed = loop_span_slot(self, span, FAILED);
+    if (!failed) return -1;
+    int is_failed = PyObject_IsTrue(failed);
+    Py_DECREF(failed);
+    if (is_failed) return is_failed < 0 ? -1 : 0;
+    PyObject *value = NULL, *carried = NULL, *at = NULL, *delta = NULL, *share = NULL;
+    int result = -1;
+    if (!(value = loop_span_slot(self, span, VALUE)) || !(carried = loop_span_slot(self, span, CARRIED))) goto done;
+    if (!(at = loop_span_slot(self, span, AT))) goto done;
+    Py_ssize_t index = PyLong_Check(at) ? PyLong_AsSsize_t(at) : -1;
+    if (index == -1 && PyErr_Occurred()) goto done;
+    if (self->rides && PyList_CheckExact(carried) && index >= 0 && index < PyList_GET_SIZE(carried) &&
+        PyLong_CheckExact(value)) {  /* Span.ride inlined: a split's every input */
+        if (!(delta = loop_span_slot(self, span, DELTA))) goto done;
+        PyObject *rest = PyNumber_Xor(value, delta);
+        if (!rest) goto done;
+        share = PyNumber_Xor(PyList_GET_ITEM(carried, index), rest);
+        Py_DECREF(rest);
+        if (!share) goto done;
+        Py_INCREF(share);
+        if (PyList_SetItem(carried, index, share) < 0) goto done;
+    } else {
+        PyObject *done_ack = PyObject_CallMethodOneArg(self->inst, str_span_acked, span);
+        if (!done_ack) goto done;
+        Py_DECREF(done_ack);
+    }
+    result = 0;
+done:
+    Py_XDECREF(value);
+    Py_XDECREF(carried);
+    Py_XDECREF(at);
+    Py_XDECREF(delta);
+    Py_XDECREF(share);
+    return result;
+}
+
+static int set_position(PyObject *at, Py_ssize_t k, Py_ssize_t i, PyObject *tup) {
+    PyObject *span_index = PyLong_FromSsize_t(k), *tuple_index = PyLong_FromSsize_t(i);
+    if (!span_index || !tuple_index) {
+        Py_XDECREF(span_index);
+        Py_XDECREF(tuple_index);
+        return -1;
+    }
+    int failed = PyList_SetSlice(at, 0, PyList_GET_SIZE(at), NULL) || PyList_Append(at, span_index) ||
+                 PyList_Append(at, tuple_index) || PyList_Append(at, tup);
+    Py_DECREF(span_index);
+    Py_DECREF(tuple_index);
+    return failed ? -1 : 0;
+}
+
+static PyObject *loop_run(AutoAckedLoop *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6 || !PyList_CheckExact(args[2]) || !PyList_CheckExact(args[3]) || !PyList_CheckExact(args[4]) ||
+        PyList_GET_SIZE(args[4]) < 2 || !PyList_CheckExact(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "AutoAckedLoop.run(process, source, vals, spans, at, touched): lists");
+        return NULL;
+    }
+    PyObject *process = args[0], *source = args[1], *vals = args[2], *spans = args[3], *at = args[4];
+    PyObject *touched = args[5], *inst = self->inst;
+    Py_ssize_t k0 = PyLong_AsSsize_t(PyList_GET_ITEM(at, 0)), i0 = PyLong_AsSsize_t(PyList_GET_ITEM(at, 1));
+    if ((k0 == -1 || i0 == -1) && PyErr_Occurred()) return NULL;
+    Py_ssize_t n_spans = PyList_GET_SIZE(spans);
+    if (n_spans % 3) {
+        PyErr_SetString(PyExc_ValueError, "AutoAckedLoop.run: spans are [start, roots, value, ...]");
+        return NULL;
+    }
+    for (Py_ssize_t k = k0; k < n_spans; k += 3) {
+        Py_ssize_t start = PyLong_AsSsize_t(PyList_GET_ITEM(spans, k));
+        Py_ssize_t end = k + 3 < n_spans ? PyLong_AsSsize_t(PyList_GET_ITEM(spans, k + 3)) : PyList_GET_SIZE(vals);
+        if ((start == -1 || end == -1) && PyErr_Occurred()) return NULL;
+        if (end > PyList_GET_SIZE(vals)) end = PyList_GET_SIZE(vals);
+        PyObject *roots = PyList_GET_ITEM(spans, k + 1);
+        Py_ssize_t i = k == k0 ? i0 : start;
+        if (i <= start) {  /* a span begins: its roots and value, no Span yet */
+            i = start;
+            if (PyObject_SetAttr(inst, str_span_roots, roots) < 0 ||
+                PyObject_SetAttr(inst, str_span_value, PyList_GET_ITEM(spans, k + 2)) < 0 ||
+                PyObject_SetAttr(inst, str_span, Py_None) < 0 || PyObject_SetAttr(inst, str_anchor_span, Py_None) < 0)
+                return NULL;
+        }
+        Py_INCREF(roots);
+        for (; i < end; i++) {
+            PyObject *tup = received_tuple(self, PyList_GET_ITEM(vals, i), source, roots);
+            PyObject *done = NULL;
+            if (tup && PyObject_SetAttr(inst, str_current, tup) == 0) done = PyObject_CallOneArg(process, tup);
+            if (!done) {
+                Py_DECREF(roots);
+                if (!tup) return NULL;
+                PyObject *type, *value, *traceback;
+                PyErr_Fetch(&type, &value, &traceback);
+                int stored = set_position(at, k, i, tup);
+                Py_DECREF(tup);
+                if (stored < 0) {
+                    Py_XDECREF(type);
+                    Py_XDECREF(value);
+                    Py_XDECREF(traceback);
+                    return NULL;
+                }
+                PyErr_Restore(type, value, traceback);
+                return NULL;
+            }
+            Py_DECREF(done);
+            Py_DECREF(tup);
+        }
+        Py_DECREF(roots);
+        PyObject *span = PyObject_GetAttr(inst, str_span);
+        if (!span) return NULL;
+        if (span != Py_None) {
+            PyObject *index = PyLong_FromSsize_t(k);
+            int failed = !index || PyList_Append(touched, index) < 0 || span_done(self, span) < 0;
+            Py_XDECREF(index);
+            if (failed) {
+                Py_DECREF(span);
+                return NULL;
+            }
+        }
+        Py_DECREF(span);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *inst, *make, *span_type, *idle;
+    int rides;
+    static char *names[] = {"inst", "make", "span_type", "idle", "rides", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!O!Op:AutoAckedLoop", names, &inst, &PyType_Type, &make,
+                                     &PyType_Type, &span_type, &idle, &rides))
+        return NULL;
+    AutoAckedLoop *self = (AutoAckedLoop *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    PyObject *given[] = {inst, make, span_type, idle};
+    PyObject **fields[] = {&self->inst, &self->make, &self->span_type, &self->idle};
+    for (int i = 0; i < 4; i++) {
+        Py_INCREF(given[i]);
+        *fields[i] = given[i];
+    }
+    self->rides = rides;
+    for (int i = 0; i < TUPLE_SLOTS; i++) self->tuple_offsets[i] = slot_offset(make, tuple_names[i]);
+    for (int i = 0; i < SPAN_SLOTS; i++) self->span_offsets[i] = slot_offset(span_type, span_names[i]);
+    return (PyObject *)self;
+}
+
+static int loop_traverse(AutoAckedLoop *self, visitproc visit, void *arg) {
+    Py_VISIT(self->inst);
+    Py_VISIT(self->make);
+    Py_VISIT(self->span_type);
+    Py_VISIT(self->idle);
+    return 0;
+}
+
+static int loop_clear(AutoAckedLoop *self) {
+    Py_CLEAR(self->inst);
+    Py_CLEAR(self->make);
+    Py_CLEAR(self->span_type);
+    Py_CLEAR(self->idle);
+    return 0;
+}
+
+static void loop_dealloc(AutoAckedLoop *self) {
+    PyObject_GC_UnTrack(self);
+    loop_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef loop_methods[] = {
+    {"run", (PyCFunction)(void (*)(void))loop_run, METH_FASTCALL,
+     "run(process, source, vals, spans, at, touched): a received run's tuples from ``at`` on"},
+    {NULL},
+};
+
+static PyTypeObject AutoAckedLoopType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "squall.runtime.instance._emit.AutoAckedLoop",
+    .tp_basicsize = sizeof(AutoAckedLoop),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "A bolt's receive loop under auto_ack (see reliable.py: _run_auto_acked).",
+    .tp_new = loop_new,
+    .tp_traverse = (traverseproc)loop_traverse,
+    .tp_clear = (inquiry)loop_clear,
+    .tp_dealloc = (destructor)loop_dealloc,
+    .tp_methods = loop_methods,
+};
+
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_emit", "The fast emit in C (emit.py: fast_emit).", -1, NULL};
 
 PyMODINIT_FUNC PyInit__emit(void) {
-    if (PyType_Ready(&CompiledEmitType) < 0) return NULL;
+    if (PyType_Ready(&CompiledEmitType) < 0 || PyType_Ready(&AutoAckedLoopType) < 0) return NULL;
+    const char *tuples[TUPLE_SLOTS] = {"values", "source", "roots"};
+    for (int i = 0; i < TUPLE_SLOTS; i++)
+        if (!(tuple_names[i] = PyUnicode_InternFromString(tuples[i]))) return NULL;
+    if (!(str_span_acked = PyUnicode_InternFromString("_span_acked"))) return NULL;
     const char *names[NAMES] = {"stream", "vals", "limit", "targets", "spans", "anchor", "tup_id"};
     for (int i = 0; i < NAMES; i++)
         if (!(slot_names[i] = PyUnicode_InternFromString(names[i]))) return NULL;
@@ -662,9 +897,7 @@ PyMODINIT_FUNC PyInit__emit(void) {
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
-    Py_INCREF(&CompiledEmitType);
-    if (PyModule_AddObject(m, "CompiledEmit", (PyObject *)&CompiledEmitType) < 0) {
-        Py_DECREF(&CompiledEmitType);
+    if (PyModule_AddType(m, &CompiledEmitType) < 0 || PyModule_AddType(m, &AutoAckedLoopType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

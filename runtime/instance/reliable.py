@@ -9,6 +9,7 @@ trees while that tuple is unsent.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import Iterable, Optional, Sequence
 
@@ -19,6 +20,11 @@ from squall.runtime.instance.batch import as_row_run, untouched_acks
 from squall.runtime.instance.bolt import BoltInstance
 from squall.runtime.instance.tuples import IDLE, AutoAckedTuple, Received, TrackedTuple
 from squall.runtime.protocol import ACK, RateLimitedLog, data_frame
+
+try:
+    from squall.runtime.instance._emit import AutoAckedLoop
+except ImportError:  # not built (setup.py: optional): the Python loops run
+    AutoAckedLoop = None
 
 log = logging.getLogger(__name__)
 FAILED_TUPLES = RateLimitedLog(log)  # a bolt that raises on every tuple writes one line per 10 s
@@ -41,6 +47,8 @@ class ReliableBoltInstance(BoltInstance):
         self.holding: Optional[list] = [] if self.checkpoint is not None and self.checkpoint.stateful else None
         self.rides = self.holding is None
         self.saved_acks: dict = {}  # checkpoint id -> acks held until it is complete
+        self.auto_acked_loop = None if AutoAckedLoop is None or os.environ.get("SQUALL_PURE_PYTHON") else \
+            AutoAckedLoop(self, AutoAckedTuple, Span, IDLE, self.rides)  # _run_auto_acked's loops in C
 
     def runtime_class(self, cls: type) -> type:
         self.auto_anchor = bool(getattr(cls, "auto_anchor", True))
@@ -90,10 +98,37 @@ class ReliableBoltInstance(BoltInstance):
         one is acked at its end, where its ack can still ride on its last child span. The inner
         loop is every tuple's cost.
         """
+        touched: list = []  # where in ``spans`` the spans that got a Span start (acked here)
+        if self.auto_acked_loop is not None:
+            self._loop_auto_acked(source, vals, spans, touched)
+        else:
+            self._python_auto_acked(source, vals, spans, touched)
+        self.current = IDLE
+        self.span_roots = self.span = self.anchor_span = None
+        pairs = untouched_acks(spans, touched)
+        if pairs:
+            self._queue_acks(pairs)
+
+    def _loop_auto_acked(self, source: TupleSource, vals: list, spans: list, touched: list) -> None:
+        """The loops in C (``AutoAckedLoop``): where process() raised, the tuple is ``raised`` here,
+        and the loop goes on from the next one."""
+        at: list = [0, 0]  # span index, tuple index; and the tuple, where process() raised
+        process = self.component.process
+        while True:
+            try:
+                self.auto_acked_loop.run(process, source, vals, spans, at, touched)
+                return
+            except Exception:
+                if len(at) < 3:
+                    raise  # the loop's own error, not process()'s
+                self.raised(at.pop())
+                at[1] += 1
+
+    def _python_auto_acked(self, source: TupleSource, vals: list, spans: list, touched: list) -> None:
+        """The loops in Python: the reference the C loops follow line for line."""
         process = self.component.process
         make = AutoAckedTuple
         rides = self.rides
-        touched: list = []  # where in ``spans`` the spans that got a Span start (acked here)
         ends = spans[3::3]
         ends.append(len(vals))
         for k, end in zip(range(0, len(spans), 3), ends):
@@ -119,11 +154,6 @@ class ReliableBoltInstance(BoltInstance):
                         carried[span.at] ^= value ^ span.delta  # Span.ride inlined: a split's every input
                     else:
                         self._span_acked(span)
-        self.current = IDLE
-        self.span_roots = self.span = self.anchor_span = None
-        pairs = untouched_acks(spans, touched)
-        if pairs:
-            self._queue_acks(pairs)
 
     def _run_batched(self, source: TupleSource, vals: list, spans: list, n: int, columnar: bool) -> None:
         """One received run of ``n`` tuples (``vals``: rows, or one list a field when ``columnar``) for

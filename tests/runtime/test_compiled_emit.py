@@ -171,7 +171,7 @@ def test_a_spout_s_tuples_with_ids_leave_the_same_through_the_compiled_and_the_p
 
 class Scripted(Mid):
     """Emits for each tuple what ``SCRIPT`` says its n does: anchored (the default), after acking the
-    tuple (unanchored), on another stream, or by failing it."""
+    tuple (unanchored), on another stream, or by failing it or raising (``auto_fail``)."""
 
     def process(self, tup):
         key, n = tup.values
@@ -180,13 +180,16 @@ class Scripted(Mid):
                 self.ack(tup)
             elif step == "fail":
                 self.fail(tup)
+            elif step == "raise":
+                raise ValueError(f"tuple {n}")
             elif step == "side":
                 self.emit([key, n], "side")
             else:
                 self.emit([f"{key}{step}", n])
 
 
-SCRIPT = {0: ("a", "b", "c"), 1: ("a",), 2: ("a", "ack", "b"), 3: ("side", "a", "side", "b"), 4: ("a", "fail", "b")}
+SCRIPT = {0: ("a", "b", "c"), 1: ("a",), 2: ("a", "ack", "b"), 3: ("side", "a", "side", "b"), 4: ("a", "fail", "b"),
+          5: ("a", "raise")}
 
 
 def received(n, spans):
@@ -204,9 +207,11 @@ def test_a_bolt_s_anchored_emits_leave_the_same_through_the_compiled_and_the_pur
     def run(kind):
         bolt = type("Bolt", (Scripted,), {"auto_anchor": auto_anchor})()
         inst, bolt = mid_instance(monkeypatch, kind, batch_size, "ATLEAST_ONCE", bolt)
+        assert (inst.auto_acked_loop is not None) == (kind == "compiled")  # the receive loop in C, or in Python
         for spans in ([0, root | 1, 0x11, 3, root | 2, 0x22, 7, None, 0, 9, [root | 3, root | 4], [0x33, 0x44]],
                       [0, root | 5, 0x55], [0, None, 0, 2, root | 6, 0x66],
-                      [0, root | 7, 0x77, 3, None, 0, 6, root | 8, 0x88, 9, None, 0]):  # acked: their acks ride
+                      [0, root | 7, 0x77, 3, None, 0, 6, root | 8, 0x88, 9, None, 0],  # acked: their acks ride
+                      [0, root | 10, 0xAA, 5, root | 11, 0xBB]):  # a span's first tuple raises
             inst.on_frame(received(12, spans), 0.0)
         return type(bolt).__dict__["emit"], inst.emit_count, inst.ack_count, inst.fail_count, frames(inst)
 
@@ -214,9 +219,10 @@ def test_a_bolt_s_anchored_emits_leave_the_same_through_the_compiled_and_the_pur
     assert isinstance(compiled[0], emit_module.CompiledEmit) and not isinstance(pure[0], emit_module.CompiledEmit)
     assert compiled[1:] == pure[1:]
     _, emits, _acks, fails, sent_frames = compiled
-    assert emits == 4 * sum(len(SCRIPT.get(n % 6, ())) - SCRIPT.get(n % 6, ()).count("ack")
-                            - SCRIPT.get(n % 6, ()).count("fail") for n in range(12))
-    assert fails == 4 * 2
+    assert emits == 5 * sum(len(SCRIPT.get(n % 6, ())) - SCRIPT.get(n % 6, ()).count("ack")
+                            - SCRIPT.get(n % 6, ()).count("fail") - SCRIPT.get(n % 6, ()).count("raise")
+                            for n in range(12))
+    assert fails == 5 * 4
     spans = [span for t, _d, body in sent_frames if t != ACK for run in body[1] for span in zip(*[iter(run[2])] * 3)]
     anchored = [roots for _start, roots, _value in spans if roots is not None]
     assert bool(anchored) == auto_anchor  # without auto_anchor every span is of no tree
