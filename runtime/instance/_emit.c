@@ -58,6 +58,7 @@ typedef struct {
     PyObject *span_type;  /* Span */
     PyObject *idle;       /* IDLE: ``inst.current`` outside process() */
     Py_ssize_t span_offsets[SPAN_SLOTS];  /* of span_type's slots; -1: read by name */
+    PyObject *inst_dict;  /* inst_dict(inst), or NULL */
 } CompiledEmit;
 
 static PyObject *slot_names[NAMES];  /* the Batch slots', then tup_id */
@@ -112,6 +113,42 @@ static PyObject *span_slot(CompiledEmit *self, PyObject *span, int slot) {
 static int set_span_slot(CompiledEmit *self, PyObject *span, int slot, PyObject *value) {
     return set_at(span, Py_TYPE(span) == (PyTypeObject *)self->span_type ? self->span_offsets[slot] : -1,
                   span_names[slot], value);
+}
+
+/* The instance attributes the anchored emit and the receive loop read and write on every tuple
+   (``current``, ``span``, ``span_roots``, ``span_value``, ``anchor_span``) are plain ones, kept in the
+   instance's ``__dict__``: read and written there, without the class lookup ``getattr`` makes first.
+   ``inst_dict``: that dict, or NULL (with no error) if the class has an attribute of one of those
+   names (then by name). */
+static PyObject *inst_attr_names[5];
+
+static PyObject *inst_dict(PyObject *inst) {
+    for (int i = 0; i < 5; i++)
+        if (_PyType_Lookup(Py_TYPE(inst), inst_attr_names[i])) return NULL;
+    PyObject *dict = PyObject_GenericGetDict(inst, NULL);
+    if (!dict || !PyDict_CheckExact(dict)) {
+        Py_XDECREF(dict);
+        PyErr_Clear();
+        return NULL;
+    }
+    return dict;
+}
+
+/* inst.<name> (``dict``: inst_dict's); a new reference */
+static PyObject *inst_get(PyObject *dict, PyObject *inst, PyObject *name) {
+    if (dict) {
+        PyObject *value = PyDict_GetItemWithError(dict, name);
+        if (value) {
+            Py_INCREF(value);
+            return value;
+        }
+        if (PyErr_Occurred()) return NULL;
+    }
+    return PyObject_GetAttr(inst, name);
+}
+
+static int inst_set(PyObject *dict, PyObject *inst, PyObject *name, PyObject *value) {
+    return dict ? PyDict_SetItem(dict, name, value) : PyObject_SetAttr(inst, name, value);
 }
 
 /* ``bits(64) or 1``: a span's value, or a share of one (new_value()); a new reference */
@@ -338,17 +375,17 @@ static int join_batch(CompiledEmit *self, PyObject *batch, PyObject *values, PyO
    the received span being processed (``open_span``: made the first time, None when it is not
    tracked), kept in ``inst.anchor_span``; a new reference */
 static PyObject *auto_acked_anchor(CompiledEmit *self) {
-    PyObject *current = PyObject_GetAttr(self->inst, str_current);
+    PyObject *current = inst_get(self->inst_dict, self->inst, str_current);
     if (!current) return NULL;
     Py_DECREF(current);  /* only its identity is compared */
     if (current == self->idle) Py_RETURN_NONE;
-    PyObject *span = PyObject_GetAttr(self->inst, str_span);
+    PyObject *span = inst_get(self->inst_dict, self->inst, str_span);
     if (!span) return NULL;
     if (span == Py_None) {
-        PyObject *roots = PyObject_GetAttr(self->inst, str_span_roots);
+        PyObject *roots = inst_get(self->inst_dict, self->inst, str_span_roots);
         if (!roots) goto failed;
         if (roots != Py_None) {
-            PyObject *value = PyObject_GetAttr(self->inst, str_span_value);
+            PyObject *value = inst_get(self->inst_dict, self->inst, str_span_value);
             if (!value) {
                 Py_DECREF(roots);
                 goto failed;
@@ -356,14 +393,14 @@ static PyObject *auto_acked_anchor(CompiledEmit *self) {
             Py_DECREF(span);
             span = make_span(self, roots, value);
             Py_DECREF(value);
-            if (!span || PyObject_SetAttr(self->inst, str_span, span) < 0) {
+            if (!span || inst_set(self->inst_dict, self->inst, str_span, span) < 0) {
                 Py_DECREF(roots);
                 goto failed;
             }
         }
         Py_DECREF(roots);
     }
-    if (PyObject_SetAttr(self->inst, str_anchor_span, span) < 0) goto failed;
+    if (inst_set(self->inst_dict, self->inst, str_anchor_span, span) < 0) goto failed;
     return span;
 failed:
     Py_XDECREF(span);
@@ -374,7 +411,7 @@ failed:
    auto-anchor, or the tuple being processed is acked or not tracked); a new reference */
 static PyObject *anchor_of(CompiledEmit *self) {
     if (!self->auto_anchor) Py_RETURN_NONE;
-    PyObject *span = PyObject_GetAttr(self->inst, str_anchor_span);
+    PyObject *span = inst_get(self->inst_dict, self->inst, str_anchor_span);
     if (!span) return NULL;
     int held = PyObject_IsTrue(span);
     if (held) {
@@ -590,18 +627,21 @@ static PyObject *fast_emit_new(PyTypeObject *type, PyObject *args, PyObject *kwa
     for (int i = 0; i < SLOTS; i++) self->offsets[i] = slot_offset(given[7], slot_names[i]);
     for (int i = 0; i < SPAN_SLOTS; i++)
         self->span_offsets[i] = given[SPAN_TYPE] ? slot_offset(given[SPAN_TYPE], span_names[i]) : -1;
+    if (given[SPAN_TYPE]) self->inst_dict = inst_dict(given[8]);
     return (PyObject *)self;
 }
 
 static int fast_emit_traverse(CompiledEmit *self, visitproc visit, void *arg) {
     PyObject **at;
     for (int i = 0; (at = field(self, i)); i++) Py_VISIT(*at);
+    Py_VISIT(self->inst_dict);
     return 0;
 }
 
 static int fast_emit_clear(CompiledEmit *self) {
     PyObject **at;
     for (int i = 0; (at = field(self, i)); i++) Py_CLEAR(*at);
+    Py_CLEAR(self->inst_dict);
     return 0;
 }
 
@@ -657,6 +697,7 @@ typedef struct {
     PyObject *span_type;  /* Span */
     PyObject *idle;       /* IDLE */
     int rides;            /* a span's ack may ride on its last child span (not a stateful bolt) */
+    PyObject *inst_dict;  /* inst_dict(inst), or NULL */
     Py_ssize_t tuple_offsets[TUPLE_SLOTS];
     Py_ssize_t span_offsets[SPAN_SLOTS];
 } AutoAckedLoop;
@@ -764,16 +805,16 @@ static PyObject *loop_run(AutoAckedLoop *self, PyObject *const *args, Py_ssize_t
         Py_ssize_t i = k == k0 ? i0 : start;
         if (i <= start) {  /* a span begins: its roots and value, no Span yet */
             i = start;
-            if (PyObject_SetAttr(inst, str_span_roots, roots) < 0 ||
-                PyObject_SetAttr(inst, str_span_value, PyList_GET_ITEM(spans, k + 2)) < 0 ||
-                PyObject_SetAttr(inst, str_span, Py_None) < 0 || PyObject_SetAttr(inst, str_anchor_span, Py_None) < 0)
+            if (inst_set(self->inst_dict, inst, str_span_roots, roots) < 0 ||
+                inst_set(self->inst_dict, inst, str_span_value, PyList_GET_ITEM(spans, k + 2)) < 0 ||
+                inst_set(self->inst_dict, inst, str_span, Py_None) < 0 || inst_set(self->inst_dict, inst, str_anchor_span, Py_None) < 0)
                 return NULL;
         }
         Py_INCREF(roots);
         for (; i < end; i++) {
             PyObject *tup = received_tuple(self, PyList_GET_ITEM(vals, i), source, roots);
             PyObject *done = NULL;
-            if (tup && PyObject_SetAttr(inst, str_current, tup) == 0) done = PyObject_CallOneArg(process, tup);
+            if (tup && inst_set(self->inst_dict, inst, str_current, tup) == 0) done = PyObject_CallOneArg(process, tup);
             if (!done) {
                 Py_DECREF(roots);
                 if (!tup) return NULL;
@@ -794,7 +835,7 @@ static PyObject *loop_run(AutoAckedLoop *self, PyObject *const *args, Py_ssize_t
             Py_DECREF(tup);
         }
         Py_DECREF(roots);
-        PyObject *span = PyObject_GetAttr(inst, str_span);
+        PyObject *span = inst_get(self->inst_dict, inst, str_span);
         if (!span) return NULL;
         if (span != Py_None) {
             PyObject *index = PyLong_FromSsize_t(k);
@@ -828,6 +869,7 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     self->rides = rides;
     for (int i = 0; i < TUPLE_SLOTS; i++) self->tuple_offsets[i] = slot_offset(make, tuple_names[i]);
     for (int i = 0; i < SPAN_SLOTS; i++) self->span_offsets[i] = slot_offset(span_type, span_names[i]);
+    self->inst_dict = inst_dict(inst);
     return (PyObject *)self;
 }
 
@@ -836,6 +878,7 @@ static int loop_traverse(AutoAckedLoop *self, visitproc visit, void *arg) {
     Py_VISIT(self->make);
     Py_VISIT(self->span_type);
     Py_VISIT(self->idle);
+    Py_VISIT(self->inst_dict);
     return 0;
 }
 
@@ -844,6 +887,7 @@ static int loop_clear(AutoAckedLoop *self) {
     Py_CLEAR(self->make);
     Py_CLEAR(self->span_type);
     Py_CLEAR(self->idle);
+    Py_CLEAR(self->inst_dict);
     return 0;
 }
 
@@ -893,6 +937,8 @@ PyMODINIT_FUNC PyInit__emit(void) {
         {&str_span_value, "span_value"}};
     for (size_t i = 0; i < sizeof methods / sizeof *methods; i++)
         if (!(*methods[i].name = PyUnicode_InternFromString(methods[i].text))) return NULL;
+    PyObject *attrs[5] = {str_current, str_span, str_span_roots, str_span_value, str_anchor_span};
+    for (int i = 0; i < 5; i++) inst_attr_names[i] = attrs[i];
     if (!(sixty_four = PyLong_FromLong(64)) || !(zero_seconds = PyFloat_FromDouble(0.0)) || !(zero = PyLong_FromLong(0)))
         return NULL;
     PyObject *m = PyModule_Create(&module);
