@@ -10,7 +10,8 @@ with each of two frame counts; the difference divided by the words in
 between is the task's instructions per word, start-up excluded. Then the
 three as one chain (sentence -> split -> count in one process, tuples handed
 on by call: ``runtime/instance/chain.py``). ``--reliable``: at least once
-(the spout emits with ids; the frames carry spans). Needs valgrind (Debian's
+(the spout emits with ids and takes their acks, two ACK frames a burst as the
+two count tasks send them; the frames carry spans). Needs valgrind (Debian's
 ``valgrind`` package); prints figures, asserts nothing.
 
 ``--against REF`` counts the same with git revision REF's code too
@@ -49,13 +50,15 @@ def physical_plan() -> object:
 def run_task(component: str, frames: int, reliable: bool) -> None:
     """The child: ``frames`` frames of 1,000 sentences (or their words) through one task, or the chain."""
     import gc
+    from itertools import chain, repeat
+    from operator import itemgetter
 
     import msgpack
 
     from squall.loader import load_topology_file
     from squall.logical import with_overrides
     from squall.runtime.instance import make_instance
-    from squall.runtime.protocol import control_frame, data_frame
+    from squall.runtime.protocol import ACK, control_frame, data_frame
 
     topology = load_topology_file(os.path.join(HERE, "topologies", "wc_bench.py")).plan
     import wc_bench  # loaded by load_topology_file
@@ -86,10 +89,19 @@ def run_task(component: str, frames: int, reliable: bool) -> None:
     gc.set_threshold(50000, 10, 10)  # as instance processes run (squall.instance.gc.threshold)
     gc.freeze()
     if component in ("sentence", CHAIN):
+        acking = reliable and component == "sentence"
         for _ in range(frames * 10):  # next_tuple emits 100 sentences
             component_obj.next_tuple()
             inst.flush_all()
             inst.out.clear()
+            if acking:  # each tree acked as the two count tasks ack a sentence: an ACK frame each (built at C speed)
+                trees = inst.tracker.trees
+                for values in (repeat(0x5A5A), map(itemgetter(1), trees.values())):  # the second closes each tree
+                    acks = list(chain.from_iterable(zip(list(trees), values)))
+                    inst.on_frame(data_frame(TASKS["sentence"], msgpack.packb([TASKS["count"], acks, []]), 0, ACK),
+                                  0.0)
+                if trees:
+                    sys.exit(f"{len(trees)} trees left open: the acks did not close them")
         return
     src, batch = (TASKS["sentence"], sentences) if component == "split" else (TASKS["split"], words)
     run: list = ["default", batch]

@@ -38,7 +38,7 @@ from __future__ import annotations
 import random
 from itertools import repeat
 from operator import is_
-from typing import List, Optional, Sequence, Union
+from typing import Callable, List, Optional, Sequence, Union
 
 from squall.logical import MAX_SPOUT_TASK
 
@@ -171,10 +171,11 @@ class AckTracker:
     is the tuples pending (``topology.max.spout.pending`` counts tuples, not trees).
     """
 
-    def __init__(self, timeout: float):
+    def __init__(self, timeout: float, compiled_ack_all: Optional[Callable] = None):
         self.timeout = timeout
         self.trees: dict = {}
         self.extra = 0  # the open trees' tuples beyond one a tree (calls' trees)
+        self.compiled_ack_all = compiled_ack_all  # ack_all's loop in C (runtime/instance/_emit.c), where built
 
     def __len__(self) -> int:
         return len(self.trees) + self.extra
@@ -210,6 +211,10 @@ class AckTracker:
         the trees completed, in order, and the sum of their seconds since emitted. An unknown root
         (completed, failed, timed out, or of another run of this task) is ignored. (One call per ACK
         frame: this is every tuple's cost at the spout.)"""
+        if self.compiled_ack_all is not None:
+            done, latency, calls_extra = self.compiled_ack_all(self.trees, acks, now, CallIds)
+            self.extra -= calls_extra
+            return done, latency
         trees = self.trees
         done: list = []
         emitted = 0.0

@@ -916,7 +916,73 @@ static PyTypeObject AutoAckedLoopType = {
     .tp_methods = loop_methods,
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_emit", "The fast emit in C (emit.py: fast_emit).", -1, NULL};
+/* ---------------------------------------------------------------------------------------------------
+   ``ack_all(trees, acks, now, call_ids)``: ``AckTracker.ack_all``'s loop in C, over the tracker's own dict
+   (root -> [tup_id, xor, emitted at]) and a flat ``[root, value, ...]``, as the Python loop runs it line
+   for line (that loop stays the reference). Returns (the tup_ids of the trees completed, in order; their
+   seconds since emitted, summed; how many tuples beyond one a tree the completed ``call_ids`` trees
+   held: ``AckTracker.extra`` falls by it). */
+static PyObject *ack_all(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyDict_CheckExact(args[0]) || !PyList_CheckExact(args[1]) || !PyType_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "ack_all(trees, acks, now, call_ids): a dict, a list, a float, a type");
+        return NULL;
+    }
+    PyObject *trees = args[0], *acks = args[1], *call_ids = args[3];
+    double now = PyFloat_AsDouble(args[2]);
+    if (now == -1.0 && PyErr_Occurred()) return NULL;
+    PyObject *done = PyList_New(0);
+    if (!done) return NULL;
+    double emitted = 0.0;
+    Py_ssize_t calls_extra = 0;
+    for (Py_ssize_t i = 0; i + 1 < PyList_GET_SIZE(acks); i += 2) {
+        PyObject *root = PyList_GET_ITEM(acks, i);
+        PyObject *entry = PyDict_GetItemWithError(trees, root);
+        if (!entry) {
+            if (PyErr_Occurred()) goto failed;
+            continue;  /* completed, failed, timed out, or of another run of this task */
+        }
+        if (!PyList_CheckExact(entry) || PyList_GET_SIZE(entry) != 3) {
+            PyErr_SetString(PyExc_TypeError, "ack_all: a tree is [tup_id, xor, emitted at]");
+            goto failed;
+        }
+        PyObject *xor = PyNumber_Xor(PyList_GET_ITEM(entry, 1), PyList_GET_ITEM(acks, i + 1));
+        if (!xor) goto failed;
+        int open = PyObject_IsTrue(xor);
+        PyList_SetItem(entry, 1, xor);  /* steals xor */
+        if (open < 0) goto failed;
+        if (open) continue;
+        Py_INCREF(entry);  /* held while its key is deleted */
+        PyObject *tup_id = PyList_GET_ITEM(entry, 0);
+        double at = PyFloat_AsDouble(PyList_GET_ITEM(entry, 2));
+        int failed = at == -1.0 && PyErr_Occurred();
+        if (!failed && Py_TYPE(tup_id) == (PyTypeObject *)call_ids) {
+            Py_ssize_t n = PyObject_Length(tup_id);
+            failed = n < 0 || PyList_SetSlice(done, PyList_GET_SIZE(done), PyList_GET_SIZE(done), tup_id) < 0;
+            emitted += at * (double)n;
+            calls_extra += n - 1;
+        } else if (!failed) {
+            failed = PyList_Append(done, tup_id) < 0;
+            emitted += at;
+        }
+        failed = failed || PyDict_DelItem(trees, root) < 0;
+        Py_DECREF(entry);
+        if (failed) goto failed;
+    }
+    return Py_BuildValue("(Ndn)", done, (double)PyList_GET_SIZE(done) * now - emitted, calls_extra);
+failed:
+    Py_DECREF(done);
+    return NULL;
+}
+
+static PyMethodDef module_functions[] = {
+    {"ack_all", (PyCFunction)(void (*)(void))ack_all, METH_FASTCALL,
+     "ack_all(trees, acks, now, call_ids): AckTracker.ack_all's loop (done, latency, calls' extra tuples closed)"},
+    {NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_emit",
+    "The per-tuple paths in C: the emit, a bolt's receive loop and a spout's acks at least once.", -1,
+    module_functions};
 
 PyMODINIT_FUNC PyInit__emit(void) {
     if (PyType_Ready(&CompiledEmitType) < 0 || PyType_Ready(&AutoAckedLoopType) < 0) return NULL;

@@ -7,6 +7,7 @@ complete, fail or time out.
 """
 from __future__ import annotations
 
+import os
 import time
 from typing import Iterable, Optional, Sequence
 
@@ -19,6 +20,11 @@ from squall.runtime.acking import AckTracker, Span, ids_of, new_value
 from squall.runtime.instance.state import InstanceState
 from squall.runtime.protocol import DATA_HEADER_SIZE
 
+try:
+    from squall.runtime.instance._emit import ack_all
+except ImportError:  # not built (setup.py: optional): AckTracker's Python loop runs
+    ack_all = None
+
 SPOUT_BURST = 64  # next_tuple calls in one burst at most
 
 
@@ -26,7 +32,8 @@ class SpoutInstance(InstanceState):
     is_spout = True
 
     def init_role(self) -> None:
-        self.tracker = AckTracker(self.message_timeout)
+        self.tracker = AckTracker(self.message_timeout,
+                                  None if ack_all is None or os.environ.get("SQUALL_PURE_PYTHON") else ack_all)
         self.max_pending = self.config["topology.max.spout.pending"] if self.reliable else None
         self.throttled = False  # the stream manager asked this spout to stop emitting
         self.throttled_at = 0.0

@@ -5,6 +5,7 @@ process, double's tuples handed to it by call: ``runtime/instance/edge.py``) or 
 instance's fast emit path (``runtime/instance/emit.py``) on or off (``make_instance(fast_path=...)``).
 """
 import os
+import random
 
 import pytest
 
@@ -14,6 +15,7 @@ from squall.loader import load_topology_file
 from squall.runtime.acking import AckTracker, CallIds, new_value, new_root, root_task
 from squall.runtime.instance import make_instance
 from squall.runtime.instance.chain import Chain
+from squall.runtime.instance.spout import ack_all as compiled_ack_all
 from squall.runtime.protocol import ACK, CONTROL, DATA, FrameReader, control_frame, decode_control, frame_dest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -21,10 +23,14 @@ SHAPES = [pytest.param((chained, fast),
                        id=f"{'chained' if chained else 'unchained'}-fast-path-{'on' if fast else 'off'}")
           for chained in (False, True) for fast in (True, False)]
 UNCHAINED = [s for s in SHAPES if not s.values[0][0]]  # scenarios that look at the frames between ids and double
+ACK_ALL = [pytest.param(None, id="python-ack-all"),  # AckTracker's loop, and the same in C where it was built
+           pytest.param(compiled_ack_all, id="compiled-ack-all",
+                        marks=pytest.mark.skipif(compiled_ack_all is None, reason="runtime/instance/_emit.c not built"))]
 
 
-def test_a_tree_completes_when_every_edge_is_acked():
-    t = AckTracker(timeout=30)
+@pytest.mark.parametrize("compiled", ACK_ALL)
+def test_a_tree_completes_when_every_edge_is_acked(compiled):
+    t = AckTracker(compiled_ack_all=compiled, timeout=30)
     a, b, c = 0x1111, 0x2222, 0x4444
     assert t.start(root=7, tup_id="x", xor=a ^ b, now=0.0)
     assert t.ack_all([7, a ^ c], now=1.0) == ([], 0.0)  # a closed, c (its child) opened
@@ -44,8 +50,9 @@ def test_fail_and_expiry_hand_the_id_back_once_oldest_first():
     assert not t.start(9, "nothing", 0, now=0.0), "a tree without edges is complete at once"
 
 
-def test_a_call_s_tree_stands_for_each_of_its_tuples_pending_acked_failed_and_expired():
-    t = AckTracker(timeout=10)
+@pytest.mark.parametrize("compiled", ACK_ALL)
+def test_a_call_s_tree_stands_for_each_of_its_tuples_pending_acked_failed_and_expired(compiled):
+    t = AckTracker(compiled_ack_all=compiled, timeout=10)
     t.start(1, "alone", 0x1, now=0.0)
     t.start(2, CallIds(["a", "b", "c"]), 0x2, now=1.0)
     t.start(3, CallIds(["d", "e"]), 0x3, now=2.0)
@@ -55,6 +62,38 @@ def test_a_call_s_tree_stands_for_each_of_its_tuples_pending_acked_failed_and_ex
     assert t.fail(3) == ("d", "e") and len(t) == 0
     t.start(4, CallIds(["f", "g"]), 0x4, now=5.0)
     assert t.expire(now=15.0) == ["f", "g"] and len(t) == 0
+
+
+@pytest.mark.skipif(compiled_ack_all is None, reason="runtime/instance/_emit.c not built")
+def test_the_compiled_ack_all_closes_and_completes_trees_as_the_python_loop_does():
+    """Random trees (a tuple's, a call's), random acks (partial, closing, unknown roots, repeated): the
+    same tup_ids in the same order, the same float sum of latencies, the same open trees and pending."""
+    rng = random.Random(5)
+    trackers = [AckTracker(timeout=30), AckTracker(timeout=30, compiled_ack_all=compiled_ack_all)]
+    shares: dict = {}  # root -> the values still to ack
+    for step in range(300):
+        if rng.random() < 0.6:
+            root = new_root(3)
+            values = [new_value() for _ in range(rng.randint(1, 4))]
+            tup_id = CallIds([f"c{step}-{i}" for i in range(rng.randint(2, 5))]) if rng.random() < 0.3 else f"t{step}"
+            xor = 0
+            for v in values:
+                xor ^= v
+            for t in trackers:
+                t.start(root, tup_id, xor, now=step * 0.37)
+            shares[root] = values
+        acks: list = []
+        for root in rng.sample(sorted(shares), min(len(shares), rng.randint(0, 6))):
+            if shares[root]:
+                acks += (root, shares[root].pop())
+            if rng.random() < 0.1:
+                acks += (root, 0x77)  # a value no span had: the tree stays open until it is acked again
+                shares[root].append(0x77)
+        acks += (new_root(3), 0x1)  # an unknown root
+        results = [t.ack_all(list(acks), now=step * 0.37 + 0.5) for t in trackers]
+        assert results[0] == results[1]
+        assert [t.trees for t in trackers][0] == trackers[1].trees and len(trackers[0]) == len(trackers[1])
+    assert len(trackers[0]) > 0 and trackers[0].trees, "some trees stay open, so the comparison covered both"
 
 
 def test_roots_name_their_spout_task_and_ids_are_never_zero():
