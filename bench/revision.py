@@ -2,13 +2,15 @@
 
 ``revision_path(ref)`` extracts the tree of a git revision (``git archive``) and
 lays it out as ``setup.py`` installs it (``squall/`` with every layer's
-directory under it: ``packing/`` as ``squall/packing``...), once per commit, in
-the temporary directory. Put the path first on ``PYTHONPATH`` of a subprocess and
+directory under it: ``packing/`` as ``squall/packing``...), with its C extension
+built where it has one (``runtime/instance/_emit.c``: the revision runs as it
+ran, its compiled paths included), once per commit, in the temporary directory. Put the path first on ``PYTHONPATH`` of a subprocess and
 its ``import squall`` is that revision's: the editable install's finder comes
 after the path entries.
 """
 from __future__ import annotations
 
+import glob
 import io
 import os
 import shutil
@@ -18,7 +20,8 @@ import tarfile
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LAYERS = ("conf", "packing", "state", "scheduler", "runtime", "yarn", "reports", "ui", "connectors", "testing")
+LAYERS = ("conf", "packing", "state", "scheduler", "runtime", "yarn", "health", "reports", "ui", "connectors", "testing")
+EXTENSIONS = {"squall.runtime.instance._emit": "squall/runtime/instance/_emit.c"}  # module -> source, as setup.py
 
 
 def commit_of(ref: str) -> str:
@@ -34,6 +37,7 @@ def revision_path(ref: str) -> str:
     commit = commit_of(ref)
     path = os.path.join(tempfile.gettempdir(), f"squall-rev-{commit[:12]}")
     if os.path.isdir(os.path.join(path, "squall")):
+        build_extensions(path)  # a tree laid out before extensions were built here
         return path
     work = tempfile.mkdtemp(prefix=f"squall-rev-{commit[:12]}-")
     layers = [layer for layer in LAYERS  # an older revision may not have every layer yet
@@ -47,11 +51,30 @@ def revision_path(ref: str) -> str:
     for layer in layers:
         shutil.move(os.path.join(work, "tree", layer), os.path.join(work, "squall", layer))
     os.rmdir(os.path.join(work, "tree"))
+    build_extensions(work)
     try:
         os.rename(work, path)
     except OSError:  # made meanwhile by another run
         shutil.rmtree(work, ignore_errors=True)
     return path
+
+
+def build_extensions(path: str) -> None:
+    """The revision's C extensions built into its tree at ``path`` (as ``pip install`` builds them)."""
+    from setuptools import Distribution, Extension
+    from setuptools.command.build_ext import build_ext
+
+    modules = [Extension(name, [os.path.join(path, source)]) for name, source in EXTENSIONS.items()
+               if os.path.exists(os.path.join(path, source))
+               and not glob.glob(os.path.join(path, os.path.splitext(source)[0] + ".*.so"))]
+    if not modules:
+        return
+    command = build_ext(Distribution({"ext_modules": modules}))
+    command.build_lib = path
+    command.build_temp = os.path.join(path, "build")
+    command.ensure_finalized()
+    command.run()
+    shutil.rmtree(command.build_temp, ignore_errors=True)
 
 
 def env_for(ref: str) -> dict:

@@ -1,4 +1,5 @@
-/* The fast emit in C: ``emit.fast_emit``, a call without a Python frame.
+/* The per-tuple paths in C: the emit (``emit.fast_emit``, a call without a Python frame), and at least
+   once a bolt's receive loop (``AutoAckedLoop``) and a spout's acks (``ack_all``), below.
 
    ``CompiledEmit(routes, batches, emits, send, append, fallback, stream, batch_type, ...)`` is set on a
    task's runtime class as ``emit`` (``emit.runtime_class``, outside a chain). It binds as a function
@@ -8,19 +9,22 @@
    into the batch and the batch sent when full, as ``fast_emit``'s ``emit`` does line for line:
    - at most once (no ``inst``): appended to the batch's open run;
    - at least once, a bolt's (``inst``, ``auto_anchor``): anchored to ``inst.anchor_span or
-     inst.anchor()``, appended to the open span when that is the anchor's, else through ``Batch.join``;
-     a spout's ``self.emit(values)`` likewise, anchored to nothing;
+     inst.anchor()``, appended to the open span when that is the anchor's, else in a new span taking a
+     share of the anchor's value (``Batch.join``'s, inlined as ``fast_emit`` inlines it; through
+     ``Batch.join`` for a new run). Under ``auto_ack`` (``span_type``, ``idle``, ``bits``) ``inst.anchor()``
+     runs here too, its ``Span`` made without a Python frame. A spout's ``self.emit(values)`` likewise,
+     anchored to nothing;
    - at least once, a spout's ``self.emit(values, tup_id)`` (positional or keyword; ``trees`` and the
      rest): a tree of its own, opened in ``inst.tracker.trees``, and a span of its own in the batch.
    Every other call (more arguments or other keywords, a stream without a fast route, the wrong
    number of values) goes to ``fallback``, the Python ``emit`` with the same signature.
 
-   A ``Batch``'s slots (``stream``, ``vals``, ``limit``, ``targets``, ``spans``, ``anchor``) are read at
-   their offsets in the object, as CPython's own attribute specialisation reads a slot, where the
-   batch is exactly ``batch_type``; by name otherwise.
+   A ``Batch``'s slots (``stream``, ``vals``, ``limit``, ``targets``, ``spans``, ``anchor``), a ``Span``'s and
+   a received tuple's are read at their offsets in the object, as CPython's own attribute
+   specialisation reads a slot, where the object is exactly of the type given; by name otherwise.
 
-   Pure Python stays the reference: ``emit.py`` uses this only when the extension was built
-   (``setup.py``: optional) and ``SQUALL_PURE_PYTHON`` is not set. */
+   Pure Python stays the reference: ``emit.py``, ``reliable.py`` and ``spout.py`` use these only when the
+   extension was built (``setup.py``: optional) and ``SQUALL_PURE_PYTHON`` is not set. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
