@@ -9,6 +9,7 @@ One module a job:
 | ``bolt.py`` | ``BoltInstance``: ``process`` over received frames at most once, ticks, ``consumed`` reports |
 | ``reliable.py`` | ``ReliableBoltInstance``: at least once, spans, anchoring, acks and fails |
 | ``emit.py`` | the hot path of every emit, written once (a generated fast ``emit``) |
+| ``compiled.py`` | the per-tuple paths in C (``_emit.c``: the emit, the receive loop and the acks at least once), where built |
 | ``chain.py`` | ``Chain``: the tasks of a chain in one process, driven as one instance |
 | ``edge.py`` | ``Edge``: a tuple handed to the next chain member by call (one ``emit`` factory per mode) |
 | ``checkpointing.py`` | ``Checkpointing``: a task's part in checkpoints (markers, alignment, saving, rollback) |

@@ -23,8 +23,8 @@
    a received tuple's are read at their offsets in the object, as CPython's own attribute
    specialisation reads a slot, where the object is exactly of the type given; by name otherwise.
 
-   Pure Python stays the reference: ``emit.py``, ``reliable.py`` and ``spout.py`` use these only when the
-   extension was built (``setup.py``: optional) and ``SQUALL_PURE_PYTHON`` is not set. */
+   Pure Python stays the reference: ``compiled.py`` hands these out only when the extension was built
+   (``setup.py``: optional) and ``SQUALL_PURE_PYTHON`` is not set. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>

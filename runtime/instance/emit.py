@@ -25,7 +25,6 @@ Python emit, which stays the reference and is what runs wherever the extension i
 """
 from __future__ import annotations
 
-import os
 import time
 from itertools import compress
 from operator import itemgetter
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, NamedTuple, Op
 from squall.component import Tuple, column_count, rows_of
 from squall.runtime.acking import ROOT_BITS, TASK_SHIFT, CallIds, Span, new_value, random_bits, some_untracked
 from squall.runtime.instance.batch import NO_ANCHOR, Batch
+from squall.runtime.instance.compiled import compiled
 from squall.runtime.instance.edge import Edge, EmitColumnsMethod, EmitManyMethod, EmitMethod
 from squall.runtime.instance.tuples import IDLE, Received
 from squall.runtime.routing import FastRoute, SlotsChooser
@@ -42,17 +42,14 @@ from squall.stream import DEFAULT_STREAM
 if TYPE_CHECKING:
     from squall.runtime.instance.state import InstanceState
 
-try:
-    from squall.runtime.instance._emit import CompiledEmit
-except ImportError:  # not built (setup.py: optional): the pure Python emit runs
-    CompiledEmit = None
 
 
 def compiled_emit(inst: InstanceState, emit: EmitMethod) -> EmitMethod:
     """``emit`` (a fast emit outside a chain, or a spout's wrapper of one) with ``self.emit(values)``
     in C, and at least once a spout's ``self.emit(values, tup_id)`` too; every other call passed on
     to ``emit``. ``emit`` itself where the extension is not built or ``SQUALL_PURE_PYTHON`` is set."""
-    if CompiledEmit is None or os.environ.get("SQUALL_PURE_PYTHON"):
+    make = compiled("CompiledEmit")
+    if make is None:
         return emit
     tracking: dict = {}
     if inst.reliable:
@@ -62,8 +59,8 @@ def compiled_emit(inst: InstanceState, emit: EmitMethod) -> EmitMethod:
         if inst.is_spout:
             tracking.update(task_id=inst.task_id, trees=inst.tracker.trees, bits=random_bits, clock=time.monotonic,
                             task_bits=inst.task_id << TASK_SHIFT, root_bits=ROOT_BITS, no_anchor=NO_ANCHOR)
-    return CompiledEmit(inst.fast_routes, inst.batches, inst.emit_cell, inst.send_batch, inst.append, emit,
-                        DEFAULT_STREAM, Batch, **tracking)
+    return make(inst.fast_routes, inst.batches, inst.emit_cell, inst.send_batch, inst.append, emit,
+                DEFAULT_STREAM, Batch, **tracking)
 
 
 class FastEmit(NamedTuple):

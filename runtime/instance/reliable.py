@@ -9,7 +9,6 @@ trees while that tuple is unsent.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import Iterable, Optional, Sequence
 
@@ -18,13 +17,9 @@ from squall.idl import schema
 from squall.runtime.acking import TASK_SHIFT, Roots, Span, SpanValue, root_task, roots_of, shared_span
 from squall.runtime.instance.batch import as_row_run, untouched_acks
 from squall.runtime.instance.bolt import BoltInstance
+from squall.runtime.instance.compiled import compiled
 from squall.runtime.instance.tuples import IDLE, AutoAckedTuple, Received, TrackedTuple
 from squall.runtime.protocol import ACK, RateLimitedLog, data_frame
-
-try:
-    from squall.runtime.instance._emit import AutoAckedLoop
-except ImportError:  # not built (setup.py: optional): the Python loops run
-    AutoAckedLoop = None
 
 log = logging.getLogger(__name__)
 FAILED_TUPLES = RateLimitedLog(log)  # a bolt that raises on every tuple writes one line per 10 s
@@ -47,8 +42,8 @@ class ReliableBoltInstance(BoltInstance):
         self.holding: Optional[list] = [] if self.checkpoint is not None and self.checkpoint.stateful else None
         self.rides = self.holding is None
         self.saved_acks: dict = {}  # checkpoint id -> acks held until it is complete
-        self.auto_acked_loop = None if AutoAckedLoop is None or os.environ.get("SQUALL_PURE_PYTHON") else \
-            AutoAckedLoop(self, AutoAckedTuple, Span, IDLE, self.rides)  # _run_auto_acked's loops in C
+        loop = compiled("AutoAckedLoop")  # _run_auto_acked's loops in C
+        self.auto_acked_loop = None if loop is None else loop(self, AutoAckedTuple, Span, IDLE, self.rides)
 
     def runtime_class(self, cls: type) -> type:
         self.auto_anchor = bool(getattr(cls, "auto_anchor", True))

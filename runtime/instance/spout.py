@@ -7,7 +7,6 @@ complete, fail or time out.
 """
 from __future__ import annotations
 
-import os
 import time
 from typing import Iterable, Optional, Sequence
 
@@ -17,13 +16,9 @@ from squall.component import Tuple
 from squall.idl import schema
 from squall.metrics_schema import PENDING, TIMEOUT_COUNT
 from squall.runtime.acking import AckTracker, Span, ids_of, new_value
+from squall.runtime.instance.compiled import compiled
 from squall.runtime.instance.state import InstanceState
 from squall.runtime.protocol import DATA_HEADER_SIZE
-
-try:
-    from squall.runtime.instance._emit import ack_all
-except ImportError:  # not built (setup.py: optional): AckTracker's Python loop runs
-    ack_all = None
 
 SPOUT_BURST = 64  # next_tuple calls in one burst at most
 
@@ -32,8 +27,7 @@ class SpoutInstance(InstanceState):
     is_spout = True
 
     def init_role(self) -> None:
-        self.tracker = AckTracker(self.message_timeout,
-                                  None if ack_all is None or os.environ.get("SQUALL_PURE_PYTHON") else ack_all)
+        self.tracker = AckTracker(self.message_timeout, compiled("ack_all"))
         self.max_pending = self.config["topology.max.spout.pending"] if self.reliable else None
         self.throttled = False  # the stream manager asked this spout to stop emitting
         self.throttled_at = 0.0

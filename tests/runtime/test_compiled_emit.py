@@ -11,10 +11,11 @@ from squall.idl import schema
 from squall.logical import task_ids, with_overrides
 from squall.runtime import acking
 from squall.runtime.instance import emit as emit_module
+from squall.runtime.instance.compiled import BUILT, _emit
 from squall.runtime.instance import make_instance
 from squall.runtime.protocol import ACK, CONTROL, DATA_HEADER_SIZE, FrameReader, data_frame, frame_dest
 
-pytestmark = pytest.mark.skipif(emit_module.CompiledEmit is None,
+pytestmark = pytest.mark.skipif(not BUILT,
                                 reason="the compiled emit (runtime/instance/_emit.c) was not built here")
 
 
@@ -110,8 +111,8 @@ def run_calls(monkeypatch, kind):
 
 def test_a_bolt_s_emits_leave_the_same_through_the_compiled_and_the_pure_emit(monkeypatch):
     compiled, pure = run_calls(monkeypatch, "compiled"), run_calls(monkeypatch, "pure")
-    assert isinstance(compiled[0], emit_module.CompiledEmit)
-    assert not isinstance(pure[0], emit_module.CompiledEmit)
+    assert isinstance(compiled[0], _emit.CompiledEmit)
+    assert not isinstance(pure[0], _emit.CompiledEmit)
     assert compiled[1:] == pure[1:]
     _, returned, errors, emits, frames = compiled
     assert emits == len(CALLS)  # every call counted once, the handed-on ones included
@@ -152,7 +153,7 @@ def run_spout_calls(monkeypatch, kind):
 
 def test_a_spout_s_tuples_with_ids_leave_the_same_through_the_compiled_and_the_pure_emit(monkeypatch):
     compiled, pure = run_spout_calls(monkeypatch, "compiled"), run_spout_calls(monkeypatch, "pure")
-    assert isinstance(compiled[0], emit_module.CompiledEmit) and not isinstance(pure[0], emit_module.CompiledEmit)
+    assert isinstance(compiled[0], _emit.CompiledEmit) and not isinstance(pure[0], _emit.CompiledEmit)
     assert compiled[1:] == pure[1:]
     _, returned, emits, acked, trees, sent_frames = compiled
     assert emits == len(SPOUT_CALLS) and acked == ["nobody"]
@@ -216,7 +217,7 @@ def test_a_bolt_s_anchored_emits_leave_the_same_through_the_compiled_and_the_pur
         return type(bolt).__dict__["emit"], inst.emit_count, inst.ack_count, inst.fail_count, frames(inst)
 
     compiled, pure = run("compiled"), run("pure")
-    assert isinstance(compiled[0], emit_module.CompiledEmit) and not isinstance(pure[0], emit_module.CompiledEmit)
+    assert isinstance(compiled[0], _emit.CompiledEmit) and not isinstance(pure[0], _emit.CompiledEmit)
     assert compiled[1:] == pure[1:]
     _, emits, _acks, fails, sent_frames = compiled
     assert emits == 5 * sum(len(SCRIPT.get(n % 6, ())) - SCRIPT.get(n % 6, ()).count("ack")

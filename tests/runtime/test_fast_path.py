@@ -6,7 +6,7 @@ import pytest
 from squall import Bolt, Grouping, Spout, Stream, TopologyBuilder
 from squall.idl import schema
 from squall.logical import task_ids
-from squall.runtime.instance import emit as emit_module
+from squall.runtime.instance.compiled import BUILT
 from squall.runtime.instance import make_instance
 from squall.runtime.protocol import DATA_HEADER_SIZE, FrameReader, frame_dest
 from squall.runtime.routing import RoutingError, stable_hash
@@ -17,7 +17,7 @@ def emit_kind(request, monkeypatch):
     """The emit the instances made in the test get (``emit.compiled_emit`` reads the environment)."""
     if request.param == "pure":
         monkeypatch.setenv("SQUALL_PURE_PYTHON", "1")
-    elif emit_module.CompiledEmit is None:
+    elif not BUILT:
         pytest.skip("the compiled emit (runtime/instance/_emit.c) was not built here")
     else:
         monkeypatch.delenv("SQUALL_PURE_PYTHON", raising=False)

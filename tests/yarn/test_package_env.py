@@ -8,11 +8,11 @@ import zipfile
 
 import pytest
 
-from squall.runtime.instance import emit as emit_module
+from squall.runtime.instance.compiled import BUILT
 from squall.yarn.environment import _copy_source, source_root
 
 
-@pytest.mark.skipif(emit_module.CompiledEmit is None, reason="the compiled emit was not built here either")
+@pytest.mark.skipif(not BUILT, reason="the compiled emit was not built here either")
 def test_the_environment_s_install_of_the_source_builds_the_compiled_emit(tmp_path):
     root = source_root()
     if root is None:
