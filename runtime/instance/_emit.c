@@ -62,6 +62,7 @@ typedef struct {
     PyObject *span_type;  /* Span */
     PyObject *idle;       /* IDLE: ``inst.current`` outside process() */
     Py_ssize_t span_offsets[SPAN_SLOTS];  /* of span_type's slots; -1: read by name */
+    int spans_made_here;  /* every slot of span_type has an offset: make_span fills them */
     PyObject *inst_dict;  /* inst_dict(inst), or NULL */
 } CompiledEmit;
 
@@ -96,27 +97,35 @@ static int set_at(PyObject *obj, Py_ssize_t offset, PyObject *name, PyObject *va
     return PyObject_SetAttr(obj, name, value);
 }
 
+/* The offset of ``obj``'s slot ``slot`` when ``obj`` is exactly ``type`` (whose slots are at ``offsets``), else -1 */
+static Py_ssize_t offset_in(PyObject *obj, PyObject *type, const Py_ssize_t *offsets, int slot) {
+    return Py_TYPE(obj) == (PyTypeObject *)type ? offsets[slot] : -1;
+}
+
 /* batch.<slot>: a new reference, or NULL with the error set */
 static PyObject *slot_of(CompiledEmit *self, PyObject *batch, int slot) {
-    return get_at(batch, Py_TYPE(batch) == (PyTypeObject *)self->batch_type ? self->offsets[slot] : -1,
-                  slot_names[slot]);
+    return get_at(batch, offset_in(batch, self->batch_type, self->offsets, slot), slot_names[slot]);
 }
 
 /* batch.<slot> = value */
 static int set_slot(CompiledEmit *self, PyObject *batch, int slot, PyObject *value) {
-    return set_at(batch, Py_TYPE(batch) == (PyTypeObject *)self->batch_type ? self->offsets[slot] : -1,
-                  slot_names[slot], value);
+    return set_at(batch, offset_in(batch, self->batch_type, self->offsets, slot), slot_names[slot], value);
 }
 
-/* span.<slot> (a Span's, at its offset); a new reference */
-static PyObject *span_slot(CompiledEmit *self, PyObject *span, int slot) {
-    return get_at(span, Py_TYPE(span) == (PyTypeObject *)self->span_type ? self->span_offsets[slot] : -1,
-                  span_names[slot]);
+/* span.<slot>, where Span's slots are at ``offsets`` (the emit's and the receive loop's); a new reference */
+static PyObject *span_get(PyObject *span_type, const Py_ssize_t *offsets, PyObject *span, int slot) {
+    return get_at(span, offset_in(span, span_type, offsets, slot), span_names[slot]);
 }
 
-static int set_span_slot(CompiledEmit *self, PyObject *span, int slot, PyObject *value) {
-    return set_at(span, Py_TYPE(span) == (PyTypeObject *)self->span_type ? self->span_offsets[slot] : -1,
-                  span_names[slot], value);
+static int span_set(PyObject *span_type, const Py_ssize_t *offsets, PyObject *span, int slot, PyObject *value) {
+    return set_at(span, offset_in(span, span_type, offsets, slot), span_names[slot], value);
+}
+
+/* Whether all ``n`` slots have offsets: an object can then be made and filled at them (no Python call) */
+static int all_known(const Py_ssize_t *offsets, int n) {
+    for (int i = 0; i < n; i++)
+        if (offsets[i] < 0) return 0;
+    return 1;
 }
 
 /* The instance attributes the anchored emit and the receive loop read and write on every tuple
@@ -124,10 +133,11 @@ static int set_span_slot(CompiledEmit *self, PyObject *span, int slot, PyObject 
    instance's ``__dict__``: read and written there, without the class lookup ``getattr`` makes first.
    ``inst_dict``: that dict, or NULL (with no error) if the class has an attribute of one of those
    names (then by name). */
-static PyObject *inst_attr_names[5];
+enum { INST_ATTRS = 5 };
+static PyObject *inst_attr_names[INST_ATTRS];
 
 static PyObject *inst_dict(PyObject *inst) {
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < INST_ATTRS; i++)
         if (_PyType_Lookup(Py_TYPE(inst), inst_attr_names[i])) return NULL;
     PyObject *dict = PyObject_GenericGetDict(inst, NULL);
     if (!dict || !PyDict_CheckExact(dict)) {
@@ -305,8 +315,7 @@ static int add_to_batch(CompiledEmit *self, PyObject *batch, PyObject *values) {
    Python frame; a new reference */
 static PyObject *make_span(CompiledEmit *self, PyObject *roots, PyObject *value) {
     PyTypeObject *type = (PyTypeObject *)self->span_type;
-    for (int i = 0; i < SPAN_SLOTS; i++)
-        if (self->span_offsets[i] < 0) return PyObject_CallFunctionObjArgs(self->span_type, roots, value, NULL);
+    if (!self->spans_made_here) return PyObject_CallFunctionObjArgs(self->span_type, roots, value, NULL);
     PyObject *span = type->tp_alloc(type, 0);
     if (!span) return NULL;
     PyObject *initial[SPAN_SLOTS] = {roots, value, zero, Py_None, zero, zero, Py_False};
@@ -333,14 +342,16 @@ static int open_span(CompiledEmit *self, PyObject *batch, PyObject *anchor) {
         if (PyList_Append(spans, start) || PyList_Append(spans, Py_None) || PyList_Append(spans, zero)) goto done;
     } else {
         PyObject *old_delta = NULL;
-        if (!(share = new_value(self)) || !(old_delta = span_slot(self, anchor, DELTA))) goto done;
+        if (!(share = new_value(self)) || !(old_delta = span_get(self->span_type, self->span_offsets, anchor, DELTA))) goto done;
         delta = PyNumber_Xor(old_delta, share);
         Py_DECREF(old_delta);
-        if (!delta || set_span_slot(self, anchor, DELTA, delta) < 0) goto done;
-        if (!(roots = span_slot(self, anchor, ROOTS))) goto done;
+        if (!delta || span_set(self->span_type, self->span_offsets, anchor, DELTA, delta) < 0) goto done;
+        if (!(roots = span_get(self->span_type, self->span_offsets, anchor, ROOTS))) goto done;
         if (PyList_Append(spans, start) || PyList_Append(spans, roots) || PyList_Append(spans, share)) goto done;
         if (!(at = PyLong_FromSsize_t(PyList_GET_SIZE(spans) - 1))) goto done;
-        if (set_span_slot(self, anchor, CARRIED, spans) < 0 || set_span_slot(self, anchor, AT, at) < 0) goto done;
+        if (span_set(self->span_type, self->span_offsets, anchor, CARRIED, spans) < 0 ||
+            span_set(self->span_type, self->span_offsets, anchor, AT, at) < 0)
+            goto done;
     }
     result = set_slot(self, batch, ANCHOR, anchor) < 0 ? -1 : 1;
 done:
@@ -631,6 +642,7 @@ static PyObject *fast_emit_new(PyTypeObject *type, PyObject *args, PyObject *kwa
     for (int i = 0; i < SLOTS; i++) self->offsets[i] = slot_offset(given[7], slot_names[i]);
     for (int i = 0; i < SPAN_SLOTS; i++)
         self->span_offsets[i] = given[SPAN_TYPE] ? slot_offset(given[SPAN_TYPE], span_names[i]) : -1;
+    self->spans_made_here = all_known(self->span_offsets, SPAN_SLOTS);
     if (given[SPAN_TYPE]) self->inst_dict = inst_dict(given[8]);
     return (PyObject *)self;
 }
@@ -703,6 +715,7 @@ typedef struct {
     int rides;            /* a span's ack may ride on its last child span (not a stateful bolt) */
     PyObject *inst_dict;  /* inst_dict(inst), or NULL */
     Py_ssize_t tuple_offsets[TUPLE_SLOTS];
+    int tuples_made_here;  /* every slot of make has an offset: received_tuple fills them */
     Py_ssize_t span_offsets[SPAN_SLOTS];
 } AutoAckedLoop;
 
@@ -713,8 +726,7 @@ static PyObject *str_span_acked;
 static PyObject *received_tuple(AutoAckedLoop *self, PyObject *values, PyObject *source, PyObject *roots) {
     PyTypeObject *type = (PyTypeObject *)self->make;
     PyObject *given[TUPLE_SLOTS] = {values, source, roots};
-    int fast = 1;
-    for (int i = 0; i < TUPLE_SLOTS; i++) fast &= self->tuple_offsets[i] >= 0;
+    int fast = self->tuples_made_here;
     PyObject *tup = fast ? type->tp_alloc(type, 0) : PyObject_CallNoArgs(self->make);
     if (!tup) return NULL;
     for (int i = 0; i < TUPLE_SLOTS; i++) {
@@ -728,8 +740,7 @@ static PyObject *received_tuple(AutoAckedLoop *self, PyObject *values, PyObject 
 
 /* span.<slot>, at its offset when ``span`` is a Span; a new reference */
 static PyObject *loop_span_slot(AutoAckedLoop *self, PyObject *span, int slot) {
-    return get_at(span, Py_TYPE(span) == (PyTypeObject *)self->span_type ? self->span_offsets[slot] : -1,
-                  span_names[slot]);
+    return span_get(self->span_type, self->span_offsets, span, slot);
 }
 
 /* The received span whose ``Span`` the bolt made (it anchored to it, or failed it) is done: unless it
@@ -872,6 +883,7 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     }
     self->rides = rides;
     for (int i = 0; i < TUPLE_SLOTS; i++) self->tuple_offsets[i] = slot_offset(make, tuple_names[i]);
+    self->tuples_made_here = all_known(self->tuple_offsets, TUPLE_SLOTS);
     for (int i = 0; i < SPAN_SLOTS; i++) self->span_offsets[i] = slot_offset(span_type, span_names[i]);
     self->inst_dict = inst_dict(inst);
     return (PyObject *)self;
@@ -1007,8 +1019,8 @@ PyMODINIT_FUNC PyInit__emit(void) {
         {&str_span_value, "span_value"}};
     for (size_t i = 0; i < sizeof methods / sizeof *methods; i++)
         if (!(*methods[i].name = PyUnicode_InternFromString(methods[i].text))) return NULL;
-    PyObject *attrs[5] = {str_current, str_span, str_span_roots, str_span_value, str_anchor_span};
-    for (int i = 0; i < 5; i++) inst_attr_names[i] = attrs[i];
+    PyObject *attrs[INST_ATTRS] = {str_current, str_span, str_span_roots, str_span_value, str_anchor_span};
+    for (int i = 0; i < INST_ATTRS; i++) inst_attr_names[i] = attrs[i];
     if (!(sixty_four = PyLong_FromLong(64)) || !(zero_seconds = PyFloat_FromDouble(0.0)) || !(zero = PyLong_FromLong(0)))
         return NULL;
     PyObject *m = PyModule_Create(&module);
