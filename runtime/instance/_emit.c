@@ -32,6 +32,7 @@
 enum { STREAM, VALS, LIMIT, TARGETS, SPANS, ANCHOR, SLOTS, TUP_ID = SLOTS, NAMES };
 enum { ROOTS, VALUE, DELTA, CARRIED, AT, OPEN, FAILED, SPAN_SLOTS };  /* Span's slots */
 enum { UNTRACKED, ANCHORED, SPOUT };  /* at most once; a tracked bolt's (or a spout's emit without an id); a spout's */
+enum { CURRENT, SPAN, SPAN_ROOTS, SPAN_VALUE, ANCHOR_SPAN, INST_ATTRS };  /* a reliable bolt's per-tuple attributes */
 
 typedef struct {
     PyObject_HEAD
@@ -63,13 +64,12 @@ typedef struct {
     PyObject *idle;       /* IDLE: ``inst.current`` outside process() */
     Py_ssize_t span_offsets[SPAN_SLOTS];  /* of span_type's slots; -1: read by name */
     int spans_made_here;  /* every slot of span_type has an offset: make_span fills them */
-    PyObject *inst_dict;  /* inst_dict(inst), or NULL */
+    Py_ssize_t inst_offsets[INST_ATTRS];  /* of inst's per-tuple attributes (inst_offsets_of) */
 } CompiledEmit;
 
 static PyObject *slot_names[NAMES];  /* the Batch slots', then tup_id */
 static PyObject *span_names[SPAN_SLOTS];
-static PyObject *str_anchor_span, *str_anchor, *str_join, *str_open_run, *str_complete, *str_tracker, *str_open_root;
-static PyObject *str_current, *str_span, *str_span_roots, *str_span_value;
+static PyObject *str_anchor, *str_join, *str_open_run, *str_complete, *str_tracker, *str_open_root;
 static PyObject *sixty_four, *zero_seconds, *zero;
 
 /* obj.<name>, read at ``offset`` in the object (-1: by name); a new reference, or NULL with the error set */
@@ -129,40 +129,26 @@ static int all_known(const Py_ssize_t *offsets, int n) {
 }
 
 /* The instance attributes the anchored emit and the receive loop read and write on every tuple
-   (``current``, ``span``, ``span_roots``, ``span_value``, ``anchor_span``) are plain ones, kept in the
-   instance's ``__dict__``: read and written there, without the class lookup ``getattr`` makes first.
-   ``inst_dict``: that dict, or NULL (with no error) if the class has an attribute of one of those
-   names (then by name). */
-enum { INST_ATTRS = 5 };
+   (``current``, ``span``, ``span_roots``, ``span_value``, ``anchor_span``) are slots of
+   ``ReliableBoltInstance``: read and written at their offsets in the instance (``inst_offsets``), as a
+   ``Span``'s are, without a hash or a dict probe; by name where its class made one something else. */
 static PyObject *inst_attr_names[INST_ATTRS];
 
-static PyObject *inst_dict(PyObject *inst) {
+static Py_ssize_t slot_offset(PyObject *type, PyObject *name);
+
+/* The offsets of ``inst``'s per-tuple attributes in it (-1: by name; all -1 without an ``inst``) */
+static void inst_offsets_of(PyObject *inst, Py_ssize_t *offsets) {
     for (int i = 0; i < INST_ATTRS; i++)
-        if (_PyType_Lookup(Py_TYPE(inst), inst_attr_names[i])) return NULL;
-    PyObject *dict = PyObject_GenericGetDict(inst, NULL);
-    if (!dict || !PyDict_CheckExact(dict)) {
-        Py_XDECREF(dict);
-        PyErr_Clear();
-        return NULL;
-    }
-    return dict;
+        offsets[i] = inst ? slot_offset((PyObject *)Py_TYPE(inst), inst_attr_names[i]) : -1;
 }
 
-/* inst.<name> (``dict``: inst_dict's); a new reference */
-static PyObject *inst_get(PyObject *dict, PyObject *inst, PyObject *name) {
-    if (dict) {
-        PyObject *value = PyDict_GetItemWithError(dict, name);
-        if (value) {
-            Py_INCREF(value);
-            return value;
-        }
-        if (PyErr_Occurred()) return NULL;
-    }
-    return PyObject_GetAttr(inst, name);
+/* inst.<attr>; a new reference */
+static PyObject *inst_get(const Py_ssize_t *offsets, PyObject *inst, int attr) {
+    return get_at(inst, offsets[attr], inst_attr_names[attr]);
 }
 
-static int inst_set(PyObject *dict, PyObject *inst, PyObject *name, PyObject *value) {
-    return dict ? PyDict_SetItem(dict, name, value) : PyObject_SetAttr(inst, name, value);
+static int inst_set(const Py_ssize_t *offsets, PyObject *inst, int attr, PyObject *value) {
+    return set_at(inst, offsets[attr], inst_attr_names[attr], value);
 }
 
 /* ``bits(64) or 1``: a span's value, or a share of one (new_value()); a new reference */
@@ -390,17 +376,17 @@ static int join_batch(CompiledEmit *self, PyObject *batch, PyObject *values, PyO
    the received span being processed (``open_span``: made the first time, None when it is not
    tracked), kept in ``inst.anchor_span``; a new reference */
 static PyObject *auto_acked_anchor(CompiledEmit *self) {
-    PyObject *current = inst_get(self->inst_dict, self->inst, str_current);
+    PyObject *current = inst_get(self->inst_offsets, self->inst, CURRENT);
     if (!current) return NULL;
     Py_DECREF(current);  /* only its identity is compared */
     if (current == self->idle) Py_RETURN_NONE;
-    PyObject *span = inst_get(self->inst_dict, self->inst, str_span);
+    PyObject *span = inst_get(self->inst_offsets, self->inst, SPAN);
     if (!span) return NULL;
     if (span == Py_None) {
-        PyObject *roots = inst_get(self->inst_dict, self->inst, str_span_roots);
+        PyObject *roots = inst_get(self->inst_offsets, self->inst, SPAN_ROOTS);
         if (!roots) goto failed;
         if (roots != Py_None) {
-            PyObject *value = inst_get(self->inst_dict, self->inst, str_span_value);
+            PyObject *value = inst_get(self->inst_offsets, self->inst, SPAN_VALUE);
             if (!value) {
                 Py_DECREF(roots);
                 goto failed;
@@ -408,14 +394,14 @@ static PyObject *auto_acked_anchor(CompiledEmit *self) {
             Py_DECREF(span);
             span = make_span(self, roots, value);
             Py_DECREF(value);
-            if (!span || inst_set(self->inst_dict, self->inst, str_span, span) < 0) {
+            if (!span || inst_set(self->inst_offsets, self->inst, SPAN, span) < 0) {
                 Py_DECREF(roots);
                 goto failed;
             }
         }
         Py_DECREF(roots);
     }
-    if (inst_set(self->inst_dict, self->inst, str_anchor_span, span) < 0) goto failed;
+    if (inst_set(self->inst_offsets, self->inst, ANCHOR_SPAN, span) < 0) goto failed;
     return span;
 failed:
     Py_XDECREF(span);
@@ -426,7 +412,7 @@ failed:
    auto-anchor, or the tuple being processed is acked or not tracked); a new reference */
 static PyObject *anchor_of(CompiledEmit *self) {
     if (!self->auto_anchor) Py_RETURN_NONE;
-    PyObject *span = inst_get(self->inst_dict, self->inst, str_anchor_span);
+    PyObject *span = inst_get(self->inst_offsets, self->inst, ANCHOR_SPAN);
     if (!span) return NULL;
     int held = PyObject_IsTrue(span);
     if (held) {
@@ -643,21 +629,19 @@ static PyObject *fast_emit_new(PyTypeObject *type, PyObject *args, PyObject *kwa
     for (int i = 0; i < SPAN_SLOTS; i++)
         self->span_offsets[i] = given[SPAN_TYPE] ? slot_offset(given[SPAN_TYPE], span_names[i]) : -1;
     self->spans_made_here = all_known(self->span_offsets, SPAN_SLOTS);
-    if (given[SPAN_TYPE]) self->inst_dict = inst_dict(given[8]);
+    inst_offsets_of(given[8], self->inst_offsets);
     return (PyObject *)self;
 }
 
 static int fast_emit_traverse(CompiledEmit *self, visitproc visit, void *arg) {
     PyObject **at;
     for (int i = 0; (at = field(self, i)); i++) Py_VISIT(*at);
-    Py_VISIT(self->inst_dict);
     return 0;
 }
 
 static int fast_emit_clear(CompiledEmit *self) {
     PyObject **at;
     for (int i = 0; (at = field(self, i)); i++) Py_CLEAR(*at);
-    Py_CLEAR(self->inst_dict);
     return 0;
 }
 
@@ -713,7 +697,7 @@ typedef struct {
     PyObject *span_type;  /* Span */
     PyObject *idle;       /* IDLE */
     int rides;            /* a span's ack may ride on its last child span (not a stateful bolt) */
-    PyObject *inst_dict;  /* inst_dict(inst), or NULL */
+    Py_ssize_t inst_offsets[INST_ATTRS];  /* of inst's per-tuple attributes (inst_offsets_of) */
     Py_ssize_t tuple_offsets[TUPLE_SLOTS];
     int tuples_made_here;  /* every slot of make has an offset: received_tuple fills them */
     Py_ssize_t span_offsets[SPAN_SLOTS];
@@ -820,16 +804,16 @@ static PyObject *loop_run(AutoAckedLoop *self, PyObject *const *args, Py_ssize_t
         Py_ssize_t i = k == k0 ? i0 : start;
         if (i <= start) {  /* a span begins: its roots and value, no Span yet */
             i = start;
-            if (inst_set(self->inst_dict, inst, str_span_roots, roots) < 0 ||
-                inst_set(self->inst_dict, inst, str_span_value, PyList_GET_ITEM(spans, k + 2)) < 0 ||
-                inst_set(self->inst_dict, inst, str_span, Py_None) < 0 || inst_set(self->inst_dict, inst, str_anchor_span, Py_None) < 0)
+            if (inst_set(self->inst_offsets, inst, SPAN_ROOTS, roots) < 0 ||
+                inst_set(self->inst_offsets, inst, SPAN_VALUE, PyList_GET_ITEM(spans, k + 2)) < 0 ||
+                inst_set(self->inst_offsets, inst, SPAN, Py_None) < 0 || inst_set(self->inst_offsets, inst, ANCHOR_SPAN, Py_None) < 0)
                 return NULL;
         }
         Py_INCREF(roots);
         for (; i < end; i++) {
             PyObject *tup = received_tuple(self, PyList_GET_ITEM(vals, i), source, roots);
             PyObject *done = NULL;
-            if (tup && inst_set(self->inst_dict, inst, str_current, tup) == 0) done = PyObject_CallOneArg(process, tup);
+            if (tup && inst_set(self->inst_offsets, inst, CURRENT, tup) == 0) done = PyObject_CallOneArg(process, tup);
             if (!done) {
                 Py_DECREF(roots);
                 if (!tup) return NULL;
@@ -850,7 +834,7 @@ static PyObject *loop_run(AutoAckedLoop *self, PyObject *const *args, Py_ssize_t
             Py_DECREF(tup);
         }
         Py_DECREF(roots);
-        PyObject *span = inst_get(self->inst_dict, inst, str_span);
+        PyObject *span = inst_get(self->inst_offsets, inst, SPAN);
         if (!span) return NULL;
         if (span != Py_None) {
             PyObject *index = PyLong_FromSsize_t(k);
@@ -885,7 +869,7 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     for (int i = 0; i < TUPLE_SLOTS; i++) self->tuple_offsets[i] = slot_offset(make, tuple_names[i]);
     self->tuples_made_here = all_known(self->tuple_offsets, TUPLE_SLOTS);
     for (int i = 0; i < SPAN_SLOTS; i++) self->span_offsets[i] = slot_offset(span_type, span_names[i]);
-    self->inst_dict = inst_dict(inst);
+    inst_offsets_of(inst, self->inst_offsets);
     return (PyObject *)self;
 }
 
@@ -894,7 +878,6 @@ static int loop_traverse(AutoAckedLoop *self, visitproc visit, void *arg) {
     Py_VISIT(self->make);
     Py_VISIT(self->span_type);
     Py_VISIT(self->idle);
-    Py_VISIT(self->inst_dict);
     return 0;
 }
 
@@ -903,7 +886,6 @@ static int loop_clear(AutoAckedLoop *self) {
     Py_CLEAR(self->make);
     Py_CLEAR(self->span_type);
     Py_CLEAR(self->idle);
-    Py_CLEAR(self->inst_dict);
     return 0;
 }
 
@@ -1013,14 +995,13 @@ PyMODINIT_FUNC PyInit__emit(void) {
     for (int i = 0; i < SPAN_SLOTS; i++)
         if (!(span_names[i] = PyUnicode_InternFromString(spans[i]))) return NULL;
     struct { PyObject **name; const char *text; } methods[] = {
-        {&str_anchor_span, "anchor_span"}, {&str_anchor, "anchor"}, {&str_join, "join"}, {&str_open_run, "open_run"},
-        {&str_complete, "complete"}, {&str_tracker, "tracker"}, {&str_open_root, "open_root"},
-        {&str_current, "current"}, {&str_span, "span"}, {&str_span_roots, "span_roots"},
-        {&str_span_value, "span_value"}};
+        {&str_anchor, "anchor"}, {&str_join, "join"}, {&str_open_run, "open_run"},
+        {&str_complete, "complete"}, {&str_tracker, "tracker"}, {&str_open_root, "open_root"}};
     for (size_t i = 0; i < sizeof methods / sizeof *methods; i++)
         if (!(*methods[i].name = PyUnicode_InternFromString(methods[i].text))) return NULL;
-    PyObject *attrs[INST_ATTRS] = {str_current, str_span, str_span_roots, str_span_value, str_anchor_span};
-    for (int i = 0; i < INST_ATTRS; i++) inst_attr_names[i] = attrs[i];
+    const char *attrs[INST_ATTRS] = {"current", "span", "span_roots", "span_value", "anchor_span"};
+    for (int i = 0; i < INST_ATTRS; i++)
+        if (!(inst_attr_names[i] = PyUnicode_InternFromString(attrs[i]))) return NULL;
     if (!(sixty_four = PyLong_FromLong(64)) || !(zero_seconds = PyFloat_FromDouble(0.0)) || !(zero = PyLong_FromLong(0)))
         return NULL;
     PyObject *m = PyModule_Create(&module);
