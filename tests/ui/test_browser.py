@@ -6,7 +6,7 @@ With ``SQUALL_UI_SCREENSHOTS=DIR`` the pages are saved there as PNG (docs/ui.md 
 import json
 import os
 
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -26,7 +26,15 @@ def page(browser, local, path, shot=None):
 
 
 def texts(browser, css):
-    return [e.text for e in browser.find_elements(By.CSS_SELECTOR, css)]
+    """The text of each element ``css`` finds. A page that reloads between finding an element and reading it
+    makes it stale; chromium says so in two ways, both raised as ``StaleElementReferenceException`` (which
+    ``until`` polls past)."""
+    try:
+        return [e.text for e in browser.find_elements(By.CSS_SELECTOR, css)]
+    except WebDriverException as e:
+        if "does not belong to the document" in (e.msg or ""):
+            raise StaleElementReferenceException(e.msg) from e
+        raise
 
 
 def until(browser, predicate, timeout=30):
