@@ -26,6 +26,9 @@ ratios issue 30 sets targets for (median over rounds, each round against its
 own runs): 1/2/2 / fused 1/1/1 per API, fused / plain Python, at least once /
 at most once.
 
+``--only SHAPE`` (repeatable, e.g. ``--only "tuple 1/2/2"``) runs just those shapes, at most and
+at least once (plain Python always), and the ratios between what ran.
+
 ``--against REF`` runs every round twice, once on git revision REF's code
 (``bench/revision.py``) and once on this tree, alternately, and prints both
 and their ratio (this tree / REF).
@@ -98,11 +101,19 @@ def plain_python(seconds: float) -> float:
     return words / (time.perf_counter() - start)
 
 
-def one_round(seconds: float) -> Tuple[Dict[str, float], Dict[str, float]]:
-    """({run: words/s}, {run: CPU µs a word}) of one round, with this process's ``squall``."""
+def selected(only: List[str]) -> Dict[str, Tuple[str, ...]]:
+    """The runs of the shapes in ``only`` (all of them if it is empty); an unknown shape is refused."""
+    unknown = [shape for shape in only if shape not in SHAPES]
+    if unknown:
+        raise SystemExit(f"--only {unknown[0]!r}: not a shape here; the shapes: {', '.join(SHAPES)}")
+    return {name: run for name, run in RUNS.items() if not only or name.removesuffix(" ALO") in only}
+
+
+def one_round(seconds: float, runs: Dict[str, Tuple[str, ...]]) -> Tuple[Dict[str, float], Dict[str, float]]:
+    """({run: words/s}, {run: CPU µs a word}) of one round of ``runs``, with this process's ``squall``."""
     words = {PLAIN: plain_python(seconds)}
     cpu: Dict[str, float] = {}
-    for name, (file, *props) in RUNS.items():
+    for name, (file, *props) in runs.items():
         run = wordcount_e2e.run(seconds, 4.0, *props, topology=os.path.join(TOPOLOGIES, file))
         words[name] = run["words_per_sec"]
         cpu[name] = sum(run["cpu_us_per_word"].values())
@@ -117,16 +128,23 @@ def ratio_line(rounds: List[Tuple[dict, dict]], a: str, b: str) -> str:
 def show(rounds: List[Tuple[dict, dict]], label: str) -> None:
     print(f"\n{label}: words/s, median of {len(rounds)} rounds ({os.cpu_count()} cores), "
           f"CPU µs a word (all processes)")
-    for name in [PLAIN, *RUNS]:
+    ran = rounds[0][0]
+    for name in ran:
         words = statistics.median(r[0][name] for r in rounds)
         cpu = f"{statistics.median(r[1][name] for r in rounds):6.2f} µs" if name in RUNS else ""
         print(f"  {name:<28} {words / 1e3:>8,.0f}k  {cpu}")
     print("ratios (each round against its own runs), target:")
     for what, a, b, target in RATIOS:
-        print(f"  {what:<44} {ratio_line(rounds, a, b):<32} {target}")
+        if a in ran and b in ran:
+            print(f"  {what:<44} {ratio_line(rounds, a, b):<32} {target}")
+    for shape in SHAPES:  # CPU a word drifts less than words/s where the cores are shared with other tenants
+        if shape in ran and shape + " ALO" in ran:
+            rs = sorted(r[1][shape] / r[1][shape + " ALO"] for r in rounds)
+            print(f"  {shape + ' CPU a word, at most / at least once':<44} {statistics.median(rs):.2f}x "
+                  f"(rounds {rs[0]:.2f}x-{rs[-1]:.2f}x)")
 
 
-def against(ref: str, rounds: int, seconds: float) -> None:
+def against(ref: str, rounds: int, seconds: float, only: List[str]) -> None:
     """Rounds on REF's code and on this tree's, alternately, each in its own process."""
     import revision
 
@@ -134,14 +152,15 @@ def against(ref: str, rounds: int, seconds: float) -> None:
     ref_env = revision.env_for(ref)
     for r in range(rounds):
         for which, env in (("ref", ref_env), ("this", None)):
-            done = subprocess.run([sys.executable, os.path.abspath(__file__), "--seconds", str(seconds), "--json"],
+            done = subprocess.run([sys.executable, os.path.abspath(__file__), "--seconds", str(seconds), "--json",
+                                   *(a for shape in only for a in ("--only", shape))],
                                   env=env, capture_output=True, text=True, check=True)
             runs[which].append(json.loads(done.stdout.splitlines()[-1]))
         print(f"round {r + 1} done", flush=True)
     show(runs["ref"], ref)
     show(runs["this"], "this tree")
     print(f"\nthis tree / {ref}, words/s (medians):")
-    for name in RUNS:
+    for name in selected(only):
         old = statistics.median(r[0][name] for r in runs["ref"])
         new = statistics.median(r[0][name] for r in runs["this"])
         print(f"  {name:<28} {new / old:.2f}x")
@@ -152,17 +171,20 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--against", metavar="REF", help="compare with git revision REF (e.g. 608d2f9)")
+    p.add_argument("--only", action="append", default=[], metavar="SHAPE",
+                   help=f"run only this shape (repeatable): {', '.join(SHAPES)}")
     p.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # one round's figures (--against)
     args = p.parse_args()
+    runs = selected(args.only)
     if args.json:
-        print(json.dumps(one_round(args.seconds)))
+        print(json.dumps(one_round(args.seconds, runs)))
         return
     if args.against:
-        against(args.against, args.rounds, args.seconds)
+        against(args.against, args.rounds, args.seconds, args.only)
         return
     rounds = []
     for r in range(args.rounds):
-        rounds.append(one_round(args.seconds))
+        rounds.append(one_round(args.seconds, runs))
         print(f"round {r + 1}: " + ", ".join(f"{name} {v / 1e3:,.0f}k" for name, v in rounds[-1][0].items()),
               flush=True)
     show(rounds, "this tree")
