@@ -30,7 +30,7 @@ demo: venv
 	$(PY) examples/demo.py
 
 test: venv zookeeper browser
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=20 tests  # and the 20 slowest: the suite's budget is 20 minutes
 
 bench: venv
 	$(PY) bench/packing.py

@@ -97,6 +97,21 @@ def test_the_compiled_ack_all_closes_and_completes_trees_as_the_python_loop_does
     assert len(trackers[0]) > 0 and trackers[0].trees, "some trees stay open, so the comparison covered both"
 
 
+@pytest.mark.skipif(compiled_ack_all is None, reason="runtime/instance/_emit.c not built")
+def test_the_compiled_ack_all_xors_values_past_64_bits_and_negative_ones_as_python_does():
+    """Values are 64-bit words, XORed in C words; anything else (past 64 bits, negative) as Python's ``^``."""
+    wide, top, negative = (1 << 70) | 3, (1 << 64) - 1, -4
+    trackers = [AckTracker(timeout=30), AckTracker(timeout=30, compiled_ack_all=compiled_ack_all)]
+    for t in trackers:
+        for root, xor in ((11, wide), (12, top), (13, negative), (14, top)):
+            t.start(root, f"t{root}", xor, now=1.0)
+    acks = [11, 3, 12, top, 13, 4, 14, 1 << 63]
+    results = [t.ack_all(list(acks), now=2.0) for t in trackers]
+    assert results[0] == results[1] == (["t12"], 1.0)
+    assert trackers[0].trees == trackers[1].trees
+    assert {root: entry[1] for root, entry in trackers[1].trees.items()} == {11: 1 << 70, 13: -8, 14: (1 << 63) - 1}
+
+
 def test_roots_name_their_spout_task_and_ids_are_never_zero():
     roots = {new_root(513) for _ in range(1000)}
     assert len(roots) == 1000 and all(root_task(r) == 513 for r in roots)
