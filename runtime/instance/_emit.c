@@ -58,6 +58,8 @@ typedef struct {
     PyObject *clock;    /* time.monotonic() */
     PyObject *task_bits;  /* the task id above a root's random bits */
     PyObject *root_bits;  /* ROOT_BITS */
+    int in_words;         /* task_bits and root_bits fit C words (as_word): a root is made in them */
+    unsigned long task_word, root_word;
     PyObject *no_anchor;  /* NO_ANCHOR */
     /* a bolt's anchored emit under auto_ack (NULL otherwise): ``inst.anchor()`` and ``Batch.join`` in C */
     PyObject *span_type;  /* Span */
@@ -155,10 +157,10 @@ static int inst_set(const Py_ssize_t *offsets, PyObject *inst, int attr, PyObjec
    1 if it is an int that fits, 0 if not (no error set). ``PyLong_AsUnsignedLong`` reads the digits
    directly; ``PyLong_AsUnsignedLongLong`` goes through ``_PyLong_AsByteArray``, several times slower. */
 static int as_word(PyObject *value, unsigned long *word) {
-    if (!PyLong_CheckExact(value) || Py_SIZE(value) < 0) return 0;
+    if (!PyLong_CheckExact(value)) return 0;
     *word = PyLong_AsUnsignedLong(value);
     if (*word == (unsigned long)-1 && PyErr_Occurred()) {
-        PyErr_Clear();  /* past 64 bits */
+        PyErr_Clear();  /* negative, or past 64 bits */
         return 0;
     }
     return 1;
@@ -453,9 +455,9 @@ static int start_tree(CompiledEmit *self, PyObject *batch, PyObject *values, PyO
     int result = -1;
     value = new_value(self);
     if (!value) goto done;
-    unsigned long word, task_word, root_word;
-    if (as_word(value, &word) && as_word(self->task_bits, &task_word) && as_word(self->root_bits, &root_word)) {
-        root = PyLong_FromUnsignedLong(task_word | (word & root_word));
+    unsigned long word;
+    if (self->in_words && as_word(value, &word)) {
+        root = PyLong_FromUnsignedLong(self->task_word | (word & self->root_word));
     } else {
         masked = PyNumber_And(value, self->root_bits);
         if (!masked) goto done;
@@ -655,6 +657,8 @@ static PyObject *fast_emit_new(PyTypeObject *type, PyObject *args, PyObject *kwa
         self->span_offsets[i] = given[SPAN_TYPE] ? slot_offset(given[SPAN_TYPE], span_names[i]) : -1;
     self->spans_made_here = all_known(self->span_offsets, SPAN_SLOTS);
     inst_offsets_of(given[8], self->inst_offsets);
+    self->in_words = mode == SPOUT && as_word(self->task_bits, &self->task_word) &&
+                     as_word(self->root_bits, &self->root_word);
     return (PyObject *)self;
 }
 
