@@ -26,22 +26,23 @@ def page(browser, local, path, shot=None):
 
 
 def texts(browser, css):
-    """The text of each element ``css`` finds. A page that reloads between finding an element and reading it
-    makes it stale; chromium says so in two ways, both raised as ``StaleElementReferenceException`` (which
-    ``until`` polls past)."""
-    try:
-        return [e.text for e in browser.find_elements(By.CSS_SELECTOR, css)]
-    except WebDriverException as e:
-        if "does not belong to the document" in (e.msg or ""):
-            raise StaleElementReferenceException(e.msg) from e
-        raise
+    return [e.text for e in browser.find_elements(By.CSS_SELECTOR, css)]
 
 
 def until(browser, predicate, timeout=30):
     """``predicate(browser)`` once true, polled often (an action's message shows until the page reloads), the
-    page's elements found afresh each time (a reload makes the old ones stale)."""
+    page's elements found afresh each time (a reload makes the old ones stale). Chromium reports a stale
+    element in two ways: as such, or as a node that "does not belong to the document"; both are polled past."""
+    def polled(driver):
+        try:
+            return predicate(driver)
+        except WebDriverException as e:
+            if "does not belong to the document" in (e.msg or ""):
+                return False
+            raise
+
     return WebDriverWait(browser, timeout, poll_frequency=0.05,
-                         ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)).until(predicate)
+                         ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)).until(polled)
 
 
 def message(browser, wanted, timeout=60):
