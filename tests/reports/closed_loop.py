@@ -10,6 +10,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shutil
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -72,13 +73,27 @@ def run_dir_of(home: str, topology: str) -> str:
     return sorted(glob.glob(os.path.join(home, "topologies", topology, "*")))[-1]
 
 
+def snapshot(run_dir: str, until: float, into: str) -> str:
+    """A copy of the run's metrics rows up to ``until`` (epoch seconds) and its packing plan, in
+    ``into``: what the report reads is the overloaded run, not the rows of its drain, which
+    go on being written while Spark reports."""
+    os.makedirs(os.path.join(into, "metrics"))
+    shutil.copy(os.path.join(run_dir, "packing_plan.json"), into)
+    for path in glob.glob(os.path.join(run_dir, "metrics", "*.jsonl")):
+        with open(path) as f:
+            kept = [line for line in f if line.endswith("\n") and json.loads(line)["ts"] <= until]
+        with open(os.path.join(into, "metrics", os.path.basename(path)), "w") as f:
+            f.writelines(kept)
+    return into
+
+
 def overload_and_report(squall: Callable[..., Any], home: str, spark: Any, case: Case, out: str,
                         *props: str) -> Loop:
     """Submit ``case`` offered its target, wait for an overloaded run (the bolt's first row
-    counts its start; two more are its load), deactivate it, report on it with
-    ``--target-rate``. The overloaded bolt has a backlog in the stream manager: it works
-    it off while Spark reports, so that what is measured after the update is what the new
-    plan carries, not what an old backlog adds."""
+    counts its start; three more are its load, so that their median is not the lowest),
+    deactivate it, report on its rows up to then with ``--target-rate``. The overloaded bolt
+    has a backlog in the stream manager: it works it off while Spark reports, so that what
+    is measured after the update is what the new plan carries, not what an old backlog adds."""
     from squall.reports.capacity_report import CapacityOptions, capacity_report
     from squall.reports.inputs import parse_targets
     from squall.reports.output import write_report
@@ -89,12 +104,13 @@ def overload_and_report(squall: Callable[..., Any], home: str, spark: Any, case:
         argv += ["--config-property", p]
     squall(*argv)
     run_dir = run_dir_of(home, case.topology)
-    wait_until(lambda: len(rows(run_dir, case.bolt)) >= 3, 60, f"three metrics rows of {case.bolt}")
+    wait_until(lambda: len(rows(run_dir, case.bolt)) >= 4, 60, f"four metrics rows of {case.bolt}")
     ends = sorted(r["ts"] for r in rows(run_dir, case.bolt))
     before = rate(run_dir, case.bolt, ends[0], ends[-1])
-    squall("deactivate", case.topology)
     paused = time.time()
-    report = capacity_report(CapacityOptions(metrics=run_dir, targets=parse_targets([f"{case.target:g}"]),
+    squall("deactivate", case.topology)
+    overloaded = snapshot(run_dir, paused, out + ".run")
+    report = capacity_report(CapacityOptions(metrics=overloaded, targets=parse_targets([f"{case.target:g}"]),
                                              topology_file=file, charts=False), spark)
     write_report(report, out)
     recs = {t.name: t for t in report.tables}["recommendations"].rows
