@@ -19,7 +19,7 @@ from squall.testing import wait_until
 from squall.testing.processes import processes_under
 
 TOPOLOGIES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "topologies")
-IDS = 25_000  # 25 s of load at 1,000 ids/s: recommend, then auto, scale up within it
+IDS = 25_000  # 25 s of load at 1,000 ids/s: recommend, then auto, scale up within it; the rest unloaded
 
 
 def squall(capsys, *argv, expect=0):
@@ -44,6 +44,14 @@ def acked(out_dir):
         with open(path) as f:
             ids += json.load(f)["acked"]
     return ids
+
+
+def unload(out_dir):
+    """Nothing is left to load: the rest of the ids go as fast as the spout and an unslowed sink take them
+    (through the files ``health_paced.py`` watches while running)."""
+    for name, value in (("rate", 100_000), ("sleep.ms", 0)):
+        with open(os.path.join(out_dir, name), "w") as f:
+            f.write(str(value))
 
 
 def health_process(cluster):
@@ -133,6 +141,7 @@ def test_recommend_shows_the_decision_changes_nothing_and_auto_then_applies_it(s
     wait_until(lambda: (lambda h: h["mode"] == "off" and h["observed_at"] > switched)(health(capsys, "paced")),
                timeout=60, what="the health manager's round in mode off")
     carry_out_the_other_actions(cluster)
+    unload(out_dir)
     wait_until(lambda: len(set(acked(out_dir))) == IDS, timeout=90, what=f"all {IDS} ids acked")
     assert sorted(set(acked(out_dir))) == list(range(IDS))
     squall(capsys, "kill", "paced")
