@@ -2,13 +2,15 @@
 
 Sentence ``i`` is a pure function of ``i``, so the counts a run must end with are known
 (``expected``). ``Sentences`` is a ``StatefulSpout`` whose position is its state: task k of n emits
-sentences k, k + n, ... below ``testing.sentences``, paced at ``testing.rate`` a second, and after a
+sentences k, k + n, ... below ``testing.sentences``, paced at ``testing.rate`` a second (or at the rate
+``set_rate`` writes to the file ``testing.rate.file`` names, while running), and after a
 rollback it emits again from the position of the checkpoint it was restored to. ``Split`` emits each
 word. ``counting_topology`` joins them to ``CommittedCounts`` by a fields grouping on the word: after any
 SIGKILL or rescale, ``committed_counts`` equals ``expected`` or shows the difference.
 """
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from typing import Mapping, Optional
@@ -21,6 +23,39 @@ from squall.topology import Topology, TopologyBuilder
 
 SENTENCES_KEY = "testing.sentences"
 RATE_KEY = "testing.rate"  # sentences a second, per spout task
+RATE_FILE_KEY = "testing.rate.file"  # a file whose number, once written (set_rate), replaces the rate
+
+
+class Pace:
+    """``rate`` emits a second, or the number in ``file`` once one is written there (read at most every
+    0.2 s): a test injects its faults at a gentle pace, then lets the rest go at full speed (``inf``)."""
+
+    def __init__(self, rate: float, file: Optional[str] = None):
+        self.interval = 1.0 / rate
+        self.file = file
+        self.next_at = self.read_at = time.monotonic()
+
+    def due(self) -> bool:
+        now = time.monotonic()
+        if self.file is not None and now >= self.read_at:
+            self.read_at = now + 0.2
+            try:
+                with open(self.file) as f:
+                    self.interval = 1.0 / float(f.read())
+            except (FileNotFoundError, ValueError, ZeroDivisionError):
+                pass
+        return now >= self.next_at
+
+    def emitted(self) -> None:
+        # behind after a pause (a restore): catch up for at most a second, not in one burst
+        self.next_at = max(self.next_at + self.interval, time.monotonic() - 1.0)
+
+
+def set_rate(file: str, rate: float) -> None:
+    """Write ``rate`` (emits a second per task; ``float("inf")``: unpaced) where ``Pace`` reads it."""
+    with open(file + ".tmp", "w") as f:
+        f.write(repr(rate))
+    os.replace(file + ".tmp", file)
 
 
 def sentence(i: int) -> str:
@@ -43,21 +78,20 @@ class Sentences(StatefulSpout):
         tasks = sorted(context.get_component_tasks(context.get_component_id()))
         self.index, self.par = tasks.index(context.get_task_id()), len(tasks)
         self.total = int(str(config[SENTENCES_KEY]))
-        self.interval = 1.0 / float(str(config[RATE_KEY]))
-        self.next_at = time.monotonic()
+        file = config.get(RATE_FILE_KEY)
+        self.pace = Pace(float(str(config[RATE_KEY])), str(file) if file else None)
 
     def init_state(self, state: KeyValueState) -> None:
         self.state = state
 
     def next_tuple(self) -> None:
-        if time.monotonic() < self.next_at:
+        if not self.pace.due():
             return
         i = self.state.get("next", self.index)
         if i < self.total:
             self.emit([sentence(i)])
             self.state.put("next", i + self.par)
-            # behind after a pause (a restore): catch up for at most a second, not in one burst
-            self.next_at = max(self.next_at + self.interval, time.monotonic() - 1.0)
+            self.pace.emitted()
 
 
 class Split(Bolt):

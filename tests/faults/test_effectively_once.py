@@ -15,6 +15,7 @@ from e2e_harness import wait_until
 from squall.testing.words import expected
 
 from squall.testing.sinks import OUT_KEY, committed_counts as committed
+from squall.testing.words import RATE_FILE_KEY, set_rate
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SENTENCES = 8000
@@ -47,6 +48,7 @@ def progress(out, beyond, what):
 
 
 def finish(cluster, out, tasks=None):
+    set_rate(rate_file(out), float("inf"))  # the faults are over: the rest of the sentences unpaced
     wait_until(lambda: words_committed(out) >= TOTAL_WORDS and (tasks is None or len(count_tasks(cluster)) == tasks),
                timeout=120, interval=0.5,
                what=f"all {TOTAL_WORDS} words committed (so far {words_committed(out)})")
@@ -62,9 +64,14 @@ def finish(cluster, out, tasks=None):
     return figures
 
 
+def rate_file(out):
+    return os.path.join(os.path.dirname(out), "rate")
+
+
 def submit(cluster, out, *props):
     args = ["submit", os.path.join(HERE, "topologies", "stateful_count.py"),
-            "--config-property", f"{OUT_KEY}={out}", "--config-property", f"testing.sentences={SENTENCES}"]
+            "--config-property", f"{OUT_KEY}={out}", "--config-property", f"testing.sentences={SENTENCES}",
+            "--config-property", f"{RATE_FILE_KEY}={rate_file(out)}"]
     for p in props:
         args += ["--config-property", p]
     cluster.squall(*args)
@@ -115,12 +122,14 @@ def test_at_least_once_a_stateful_bolt_rolled_back_loses_no_count(cluster, tmp_p
     out = str(tmp_path / "out")
     os.mkdir(out)
     cluster.squall("submit", os.path.join(HERE, "topologies", "stateful_reliable.py"),
-                   "--config-property", f"{OUT_KEY}={out}", "--config-property", f"testing.sentences={SENTENCES}")
+                   "--config-property", f"{OUT_KEY}={out}", "--config-property", f"testing.sentences={SENTENCES}",
+                   "--config-property", f"{RATE_FILE_KEY}={rate_file(out)}")
     done = progress(out, TOTAL_WORDS // 5, "before the kill")
     victim = next(p["pid"] for p in json.loads(cluster.squall("show", "stateful_reliable", "--json")[0])["processes"]
                   if p["process"].startswith("instance count"))
     os.kill(victim, signal.SIGKILL)
     progress(out, done, "after the count bolt's SIGKILL")
+    set_rate(rate_file(out), float("inf"))
     wait_until(lambda: words_committed(out) >= TOTAL_WORDS, timeout=120, interval=0.5,
                what=f"all {TOTAL_WORDS} words committed (so far {words_committed(out)})")
     checkpoint, counts = committed(out)

@@ -4,11 +4,9 @@ sentences (a ReliableSpout, par 2, ids = sentence numbers, its position in memor
 (squall.testing.sinks.CommittedCounts, a two-phase sink). A rollback of the count bolt's state is
 followed by the replay of every tuple whose ack it held: no count is lost.
 """
-import time
-
 from squall import Grouping, ReliableSpout, TopologyBuilder
 from squall.testing.sinks import CommittedCounts
-from squall.testing.words import RATE_KEY, SENTENCES_KEY, Split, sentence
+from squall.testing.words import RATE_FILE_KEY, RATE_KEY, SENTENCES_KEY, Pace, Split, sentence
 
 
 class Sentences(ReliableSpout):
@@ -18,15 +16,14 @@ class Sentences(ReliableSpout):
     def initialize(self, config, context):
         tasks = sorted(context.get_component_tasks(context.get_component_id()))
         self.todo = iter(range(tasks.index(context.get_task_id()), config[SENTENCES_KEY], len(tasks)))
-        self.interval = 1.0 / config[RATE_KEY]
-        self.next_at = time.monotonic()
+        self.pace = Pace(config[RATE_KEY], config.get(RATE_FILE_KEY))
 
     def next_tuple(self):
-        if time.monotonic() >= self.next_at:
+        if self.pace.due():
             i = next(self.todo, None)
             if i is not None:
                 self.emit([sentence(i)], tup_id=i)
-                self.next_at += self.interval
+                self.pace.emitted()
 
 
 builder = TopologyBuilder("stateful_reliable")
