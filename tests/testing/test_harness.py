@@ -8,6 +8,7 @@ import pytest
 from wc_components import word_count
 
 from squall.testing import LocalCluster, complete_topology, wait_until
+from squall.testing.words import Pace, set_rate
 
 SENTENCES = [["the quick brown fox"], ["jumps over the lazy dog"], ["the end"]]
 
@@ -67,3 +68,23 @@ def _alive(pid):
             return f.read().split()[2] != "Z"
     except OSError:
         return False
+
+
+def test_a_pace_follows_the_rate_set_rate_writes_while_it_runs(tmp_path):
+    file = str(tmp_path / "rate")
+    pace = Pace(1.0, file)  # one emit a second until the file says otherwise
+    assert pace.due()
+    pace.emitted()
+    assert not pace.due()
+    set_rate(file, float("inf"))
+    wait_until(pace.due, timeout=5, interval=0.05, what="the unpaced rate read from the file")
+    for _ in range(100):  # unpaced: every call is due
+        pace.emitted()
+        assert pace.due()
+    set_rate(file, 1.0)
+
+    def paced_again():
+        pace.emitted()
+        return not pace.due()
+
+    wait_until(paced_again, timeout=5, interval=0.05, what="the rate of one a second read back")
