@@ -4,7 +4,7 @@ PYTHON ?= python3
 PY     := $(VENV)/bin/python
 SQUALL := $(VENV)/bin/squall
 
-.PHONY: venv demo test zookeeper browser bench clean
+.PHONY: venv demo test zookeeper browser bench idl clean
 
 venv: $(VENV)/.installed
 
@@ -34,6 +34,10 @@ test: venv zookeeper browser
 
 bench: venv
 	$(PY) bench/packing.py
+
+# After a change to squall/squall.thrift: thriftpy2's parse of it, kept so that no process parses it again.
+idl: venv
+	$(PY) -c "from squall.idl_cache import write; write()"
 
 clean:
 	rm -rf $(VENV) build *.egg-info

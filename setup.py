@@ -43,7 +43,7 @@ setup(
     packages=list(PACKAGES),
     package_dir=PACKAGES,
     ext_modules=COMPILED,
-    package_data={"squall": ["*.thrift"], "squall.conf": ["*.yaml"], "squall.ui": ["templates/*.html", "static/*"]},
+    package_data={"squall": ["*.thrift", "squall_thrift.json"], "squall.conf": ["*.yaml"], "squall.ui": ["templates/*.html", "static/*"]},
     # what runtime processes need, and so what ships to every YARN container
     install_requires=RUNTIME,
     extras_require={

@@ -5,7 +5,6 @@ Every plan that is stored or sent is one of these structs; ``encode`` and
 """
 from __future__ import annotations
 
-import os
 from typing import Any, TypeVar
 
 import thriftpy2
@@ -13,9 +12,19 @@ from thriftpy2.protocol import TCompactProtocolFactory
 from thriftpy2.thrift import TType
 from thriftpy2.utils import deserialize, serialize
 
-_IDL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "squall.thrift")
+from squall import idl_cache
 
-schema = thriftpy2.load(_IDL, module_name="squall_thrift")
+
+def _load() -> Any:
+    """The schema from thriftpy2's parse kept in squall_thrift.json when it is of this IDL and this
+    thriftpy2 (a third of a process's start saved), else from thriftpy2's parse."""
+    kept = idl_cache.read(idl_cache.CACHE, idl_cache.digest(), thriftpy2.__version__)
+    if kept is not None:
+        return idl_cache.restore(kept, "squall_thrift", idl_cache.IDL)
+    return thriftpy2.load(idl_cache.IDL, module_name="squall_thrift")
+
+
+schema = _load()
 
 _PROTOCOL = TCompactProtocolFactory()
 
