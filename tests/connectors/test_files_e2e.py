@@ -16,6 +16,7 @@ import pyarrow.dataset as ds
 HERE = os.path.dirname(os.path.abspath(__file__))
 from squall.testing import wait_until  # noqa: E402
 from squall.testing.sinks import committed_counts  # noqa: E402
+from squall.testing.words import RATE_FILE_KEY, set_rate  # noqa: E402
 
 TOPOLOGIES = os.path.join(HERE, "topologies")
 
@@ -151,10 +152,13 @@ def test_rescaling_the_file_spout_2_to_3_mid_run_counts_every_line_once(cluster,
 def test_rescaling_the_file_sink_2_to_3_mid_run_writes_every_record_once(cluster, tmp_path):
     out = str(tmp_path / "out")
     records = 12000  # at 2 x 500/s, 12 s of records: the update comes while most are still to come
-    submit(cluster, "files_sink", f"files.path={out}", f"files_test.records={records}", "files_test.rate=500")
+    rate_file = str(tmp_path / "rate")
+    submit(cluster, "files_sink", f"files.path={out}", f"files_test.records={records}", "files_test.rate=500",
+           f"{RATE_FILE_KEY}={rate_file}")
     wait_until(lambda: len(visible_numbers(out)) > 3000, timeout=60, what="3000 records committed before the update")
     cluster.squall("update", "files_sink", "--component-parallelism", "sink=3")
     assert len(component_tasks(cluster, "files_sink", "sink")) == 3
+    set_rate(rate_file, float("inf"))  # the rescale is done: the rest unpaced
     wait_until(lambda: len(visible_numbers(out)) >= records, timeout=90, interval=0.5,
                what=f"all {records} records committed (so far {len(visible_numbers(out))})")
     cluster.squall("kill", "files_sink")

@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 
 from squall.testing import wait_until  # noqa: E402
+from squall.testing.words import RATE_FILE_KEY, set_rate  # noqa: E402
 
 ck = pytest.importorskip("confluent_kafka")
 from test_kafka_bolt import read_all  # noqa: E402
@@ -24,10 +25,14 @@ def create_topics(bootstrap, *topics):
         assert topic in producer.list_topics(topic, timeout=10).topics
 
 
+def rate_file(cluster, topic):
+    return os.path.join(cluster.home, f"{topic}.rate")
+
+
 def submit(cluster, name, bootstrap, topic, *props, expect=0):
     args = ["submit", os.path.join(HERE, "topologies", f"{name}.py"),
             "--config-property", f"kafka.bootstrap.servers={bootstrap}", "--config-property", f"kafka.topic={topic}",
-            "--config-property", f"numbers.count={COUNT}"]
+            "--config-property", f"numbers.count={COUNT}", "--config-property", f"{RATE_FILE_KEY}={rate_file(cluster, topic)}"]
     for p in props:
         args += ["--config-property", p]
     return cluster.squall(*args, expect=expect)
@@ -51,6 +56,7 @@ def kill_a_sink_mid_run(cluster, name, bootstrap, topic):
     before = len(set(read_all(bootstrap, topic)))
     wait_until(lambda: seen(bootstrap, topic, before + 1), timeout=60, interval=0.5,
                what="more numbers after the kill")
+    set_rate(rate_file(cluster, topic), float("inf"))  # the kill is behind: the rest unpaced
     return wait_until(lambda: seen(bootstrap, topic, COUNT), timeout=90, interval=0.5,
                       what=f"all {COUNT} numbers in {topic}")
 
@@ -74,6 +80,7 @@ def test_effectively_once_rescaling_the_kafka_bolt_2_to_3_leaves_each_number_onc
     wait_until(lambda: seen(kafka_bootstrap, topic_name, COUNT // 5), timeout=60, interval=0.5,
                what=f"a fifth of {COUNT} numbers in {topic_name} before the rescale")
     cluster.squall("update", "kafka_bolt_numbers", "--component-parallelism", "sink=3")
+    set_rate(rate_file(cluster, topic_name), float("inf"))  # the rescale is done: the rest unpaced
     got = wait_until(lambda: seen(kafka_bootstrap, topic_name, COUNT), timeout=90, interval=0.5,
                      what=f"all {COUNT} numbers in {topic_name}")
     cluster.squall("kill", "kafka_bolt_numbers")

@@ -13,6 +13,8 @@ import pytest
 
 from e2e_harness import wait_until
 
+from squall.testing.words import RATE_FILE_KEY, set_rate
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 IDS = 1500
 
@@ -33,8 +35,13 @@ def seen(out):
     return counts
 
 
+def rate_file(out):
+    return os.path.join(out, "rate")
+
+
 def submit(cluster, out, *props, file="reliable.py"):
-    args = ["submit", os.path.join(HERE, "topologies", file), "--config-property", f"faults.out.dir={out}"]
+    args = ["submit", os.path.join(HERE, "topologies", file), "--config-property", f"faults.out.dir={out}",
+            "--config-property", f"{RATE_FILE_KEY}={rate_file(out)}"]
     for p in props:
         args += ["--config-property", p]
     cluster.squall(*args)
@@ -73,6 +80,7 @@ def test_sigkill_loses_no_id(cluster, tmp_path, kind, record_property, capsys):
     submit(cluster, out)
     wait_until(lambda: len(acked(out)) > 200, timeout=60, what="ids to be acked")
     os.kill(victim_pid(cluster, kind), signal.SIGKILL)
+    set_rate(rate_file(out), float("inf"))  # the rest of the ids through the recovery, unpaced
     duplicates = finish(cluster, out, lambda text: record_property("duplicates", text))
     with capsys.disabled():
         print(f"\n[{kind} killed] {duplicates} duplicates of {IDS} ids")
@@ -89,6 +97,7 @@ def test_sigkill_of_a_chain_or_its_stream_manager_loses_no_id(cluster, tmp_path,
     assert shown["chains"] == [["ids", "relay"]]
     wait_until(lambda: len(acked(out)) > 200, timeout=60, what="ids to be acked")
     os.kill(victim_pid(cluster, kind), signal.SIGKILL)
+    set_rate(rate_file(out), float("inf"))  # the rest of the ids through the recovery, unpaced
     duplicates = finish(cluster, out, lambda text: None)
     with capsys.disabled():
         print(f"\n[{kind} killed, chained] {duplicates} duplicates of {IDS} ids")

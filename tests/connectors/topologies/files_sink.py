@@ -1,7 +1,8 @@
 """N numbered records -> FileSink (Parquet) at EFFECTIVELY_ONCE, for a SIGKILL of the sink mid-run.
 
 numbers (a StatefulSpout, par 2: task k emits n = k, k + 2, ... below ``files_test.records``, paced at
-``files_test.rate``/s per task; its position is its state) -> sink (FileSink, shuffle, par 2, Parquet
+``files_test.rate``/s per task, or unpaced once a test writes ``inf`` to the file ``testing.rate.file``
+names; its position is its state) -> sink (FileSink, shuffle, par 2, Parquet
 parts under ``files.path``, partitioned by ``parity``). A reader must see every n exactly once.
 
 With ``files_test.crash.marker`` set to a path, the first sink task to get ``post_save`` of checkpoint 4 or
@@ -10,10 +11,10 @@ whose restore must finish the parts pending in the checkpoint's state.
 """
 import os
 import signal
-import time
 
 from squall import Grouping, StatefulSpout, TopologyBuilder
 from squall.connectors.files import FileSink
+from squall.testing.words import RATE_FILE_KEY, Pace
 
 
 class Numbers(StatefulSpout):
@@ -23,16 +24,15 @@ class Numbers(StatefulSpout):
         tasks = sorted(context.get_component_tasks(context.get_component_id()))
         self.index, self.par = tasks.index(context.get_task_id()), len(tasks)
         self.total = config["files_test.records"]
-        self.interval = 20 / config["files_test.rate"]
-        self.next_at = time.monotonic()
+        self.pace = Pace(config["files_test.rate"] / 20, config.get(RATE_FILE_KEY))  # batches of 20 a second
 
     def init_state(self, state):
         self.state = state
 
     def next_tuple(self):
-        if time.monotonic() < self.next_at:
+        if not self.pace.due():
             return
-        self.next_at = max(self.next_at + self.interval, time.monotonic() - 1)
+        self.pace.emitted()
         i = self.state.get("next", self.index)
         batch = []
         while i < self.total and len(batch) < 20:

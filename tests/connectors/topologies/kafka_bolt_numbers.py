@@ -1,13 +1,14 @@
 """Numbers into Kafka at EFFECTIVELY_ONCE, for a SIGKILL of the Kafka bolt mid-run.
 
-numbers (a StatefulSpout, par 1: emits 0 .. ``numbers.count`` - 1 at ``numbers.rate``/s; its position is
-its state) -> sink (KafkaBolt, shuffle, par 2) writing ``{"n": i, "name": "n<i>"}`` to ``kafka.topic``
+numbers (a StatefulSpout, par 1: emits 0 .. ``numbers.count`` - 1 at ``numbers.rate``/s, or unpaced once a
+test writes ``inf`` to the file ``testing.rate.file`` names; its position is its state) -> sink (KafkaBolt, shuffle, par 2) writing ``{"n": i, "name": "n<i>"}`` to ``kafka.topic``
 keyed by ``name``. ``kafka.bootstrap.servers`` and ``kafka.topic`` come with ``--config-property``.
 """
-import time
-
 from squall import StatefulSpout, TopologyBuilder
 from squall.connectors.kafka import KafkaBolt
+from squall.testing.words import RATE_FILE_KEY, Pace
+
+BURST = 100  # most emits a call, when behind or unpaced
 
 
 class Numbers(StatefulSpout):
@@ -15,19 +16,17 @@ class Numbers(StatefulSpout):
 
     def initialize(self, config, context):
         self.count = config["numbers.count"]
-        self.interval = 1.0 / config["numbers.rate"]
-        self.next_at = time.monotonic()
+        self.pace = Pace(config["numbers.rate"], config.get(RATE_FILE_KEY))
 
     def init_state(self, state):
         self.state = state
 
     def next_tuple(self):
-        now = time.monotonic()
-        i = self.state.get("next", 0)
-        while self.next_at <= now and i < self.count:
+        i = start = self.state.get("next", 0)
+        while i < min(self.count, start + BURST) and self.pace.due():
             self.emit([i, f"n{i}"])
             i += 1
-            self.next_at += self.interval
+            self.pace.emitted()
         self.state.put("next", i)
 
 

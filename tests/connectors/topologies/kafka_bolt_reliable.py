@@ -1,12 +1,12 @@
 """Numbers into Kafka at ATLEAST_ONCE, for a SIGKILL of the Kafka bolt mid-run.
 
-numbers (a ReliableSpout, par 1, tuple id = the number, replayed when its tree fails or times out) ->
+numbers (a ReliableSpout, par 1, tuple id = the number, replayed when its tree fails or times out; paced
+at ``numbers.rate``/s, or unpaced once a test writes ``inf`` to the file ``testing.rate.file`` names) ->
 sink (KafkaBolt, shuffle, par 2): a tuple is acked once the broker confirmed its record.
 """
-import time
-
 from squall import ReliableSpout, TopologyBuilder
 from squall.connectors.kafka import KafkaBolt
+from squall.testing.words import RATE_FILE_KEY, Pace
 
 
 class Numbers(ReliableSpout):
@@ -15,15 +15,14 @@ class Numbers(ReliableSpout):
 
     def initialize(self, config, context):
         self.todo = iter(range(config["numbers.count"]))
-        self.interval = 1.0 / config["numbers.rate"]
-        self.next_at = time.monotonic()
+        self.pace = Pace(config["numbers.rate"], config.get(RATE_FILE_KEY))
 
     def next_tuple(self):
-        if time.monotonic() >= self.next_at:
+        if self.pace.due():
             i = next(self.todo, None)
             if i is not None:
                 self.emit([i, f"n{i}"], tup_id=i)
-                self.next_at += self.interval
+                self.pace.emitted()
 
 
 builder = TopologyBuilder("kafka_bolt_reliable")

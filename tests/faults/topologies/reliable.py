@@ -1,6 +1,7 @@
 """A finite reliable topology for the fault tests: every id must be processed and acked.
 
-ids (a ReliableSpout over ``faults.ids`` ids, paced at ``faults.rate``/s) -> relay (shuffle, par 2)
+ids (a ReliableSpout over ``faults.ids`` ids, paced at ``faults.rate``/s, or unpaced once a test writes ``inf``
+to the file ``testing.rate.file`` names) -> relay (shuffle, par 2)
 -> sink (fields on the id, par 2). The spout appends each acked id to
 ``acked.log`` in ``faults.out.dir`` and, when it starts again (it was killed),
 emits every id not acked yet: what a reliable source (a Kafka offset) gives.
@@ -9,9 +10,9 @@ Sinks append every id they process to ``seen-<task>-<pid>.log``. With
 (``faults.fail.how``: ``fail`` explicitly, or ``raise``).
 """
 import os
-import time
 
 from squall import Bolt, Grouping, ReliableSpout, TopologyBuilder
+from squall.testing.words import RATE_FILE_KEY, Pace
 
 
 class DurableIds(ReliableSpout):
@@ -27,14 +28,13 @@ class DurableIds(ReliableSpout):
                 done = {int(line) for line in f if line.strip()}
         self.todo = [i for i in range(config["faults.ids"]) if i not in done]
         self.acked = open(self.acked_path, "a", buffering=1)
-        self.interval = 1.0 / config["faults.rate"]
-        self.next_at = time.monotonic()
+        self.pace = Pace(config["faults.rate"], config.get(RATE_FILE_KEY))
 
     def next_tuple(self):
-        if self.todo and time.monotonic() >= self.next_at:
+        if self.todo and self.pace.due():
             i = self.todo.pop(0)
             self.emit([i], tup_id=i)
-            self.next_at += self.interval
+            self.pace.emitted()
 
     def on_ack(self, tup_id):
         self.acked.write(f"{tup_id}\n")
