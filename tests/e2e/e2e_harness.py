@@ -15,6 +15,7 @@ import pytest
 from squall.cli import main
 from squall.testing import wait_until  # noqa: F401  (the one wait helper; tests import it from here too)
 from squall.testing.processes import processes_under
+from squall.testing.words import set_rate
 
 TOPOLOGIES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "topologies")
 
@@ -77,10 +78,7 @@ def summed_counts(out_dir):
 def pace(out_dir, per_sec):
     """wc_update's spout emits ``per_sec`` sentences a second from now on (its ``rate`` file, read every 0.2 s):
     a test speeds up the rest of the corpus once what it disturbs mid-run is over."""
-    tmp = os.path.join(out_dir, ".rate.tmp")
-    with open(tmp, "w") as f:
-        f.write(str(per_sec))
-    os.replace(tmp, os.path.join(out_dir, "rate"))
+    set_rate(os.path.join(out_dir, "rate"), per_sec)
 
 
 def records_left(state, name):
