@@ -69,6 +69,7 @@ from squall.runtime.debug_server import DebugServer, ServerSettings
 from squall.runtime.debugging import DebugSettings, events_path
 from squall.runtime.logrotate import own_output_file, rotate
 from squall.runtime.profiles import Target
+from squall.runtime.readiness import ReadyPipe
 from squall.state import Session, StateManager
 from squall.supervision import (RestartPolicy, Start, Supervised, Supervision, Terminate, log_tail,
                                 stop_processes)
@@ -237,6 +238,8 @@ class Executor:
         self.supervision: Supervision[psutil.Popen] = Supervision(self.policy, self.grace)
         self.specs: dict[str, ProcessSpec] = {}  # what the current plan wants
         self.roles: dict[str, str] = {}  # name -> role of everything started (leaving ones too)
+        self.ready_pipes: dict[str, ReadyPipe] = {}  # instance processes that have not said they are initialized
+        self.initialized: set[str] = set()  # instance processes whose current process said it
         self.stopping = False  # set by the signal handler (the loop's own thread)
         self.sockets: dict[str, socket.socket] = {}  # role -> the listening socket it is handed
         self.launch_file = os.path.join(self.log_dir, "launch.json")
@@ -275,11 +278,20 @@ class Executor:
     def start(self, unit: Supervised[psutil.Popen], now: float) -> None:
         spec = self.specs[unit.name]
         path = os.path.join(self.log_dir, spec.log_file)
-        with open(path, "ab") as logf:
-            process = psutil.Popen(self.command(spec), stdin=subprocess.DEVNULL, stdout=logf,
-                                   stderr=subprocess.STDOUT,
-                                   pass_fds=[s.fileno() for r, s in self.sockets.items() if r == spec.role],
-                                   close_fds=True)
+        self.forget_ready(unit.name)
+        pipe = ReadyPipe() if spec.role == "instance" else None
+        fds = [s.fileno() for r, s in self.sockets.items() if r == spec.role]
+        try:
+            with open(path, "ab") as logf:
+                process = psutil.Popen(self.command(spec), stdin=subprocess.DEVNULL, stdout=logf,
+                                       stderr=subprocess.STDOUT, close_fds=True,
+                                       pass_fds=fds + ([pipe.write_fd] if pipe else []),
+                                       env=pipe.child_env() if pipe else None)
+        finally:
+            if pipe is not None:
+                pipe.started()
+        if pipe is not None:
+            self.ready_pipes[unit.name] = pipe
         self.supervision.started(unit, process, now)
         self.roles[unit.name] = spec.role
         restarts = unit.budget.restarts(now)
@@ -313,6 +325,7 @@ class Executor:
         for u in units:
             code = u.process.returncode if u.process is not None else None
             self.supervision.exited(u, code, now)
+            self.forget_ready(u.name)
 
     def act(self, now: float) -> bool:
         """Carry out what supervision says is due; True if anything was started."""
@@ -336,7 +349,9 @@ class Executor:
         processes = [
             schema.ProcessStatus(name=u.name, pid=u.process.pid if u.process is not None else 0,
                                  restarts=u.budget.restarts(now), crashes=u.crashes, last_exit=u.last_exit,
-                                 failure=u.failure, log_file=os.path.join(self.log_dir, self.specs[u.name].log_file))
+                                 failure=u.failure, log_file=os.path.join(self.log_dir, self.specs[u.name].log_file),
+                                 initialized=(u.name in self.initialized) if self.roles.get(u.name) == "instance"
+                                 else None)
             for _, u in sorted(self.supervision.units.items())
         ]
         self.debug_server.tasks = {task: Target(u.name, u.process.pid if u.process is not None else 0, self.env.debug_dir)
@@ -386,10 +401,30 @@ class Executor:
                     if u.label == plan_id:
                         self.supervision.retire(u, now + self.drain)
 
+    def forget_ready(self, name: str) -> None:
+        """``name``'s process is gone or replaced: what it said about itself no longer holds."""
+        self.initialized.discard(name)
+        pipe = self.ready_pipes.pop(name, None)
+        if pipe is not None:
+            pipe.close()
+
+    def read_ready(self) -> bool:
+        """Note the instance processes that said they are initialized; True if any did."""
+        changed = False
+        for name, pipe in list(self.ready_pipes.items()):
+            said = pipe.poll()
+            if said is None:
+                continue
+            self.ready_pipes.pop(name).close()
+            if said:
+                self.initialized.add(name)
+                changed = True
+        return changed
+
     def check_children(self) -> None:
         """Reap exits; restart dead children under the restart policy; give up on one past its budget."""
         now = time.monotonic()
-        changed = False
+        changed = self.read_ready()
         for unit in self.supervision.running():
             p = unit.process
             code = p.poll() if p is not None else None
@@ -397,6 +432,7 @@ class Executor:
                 continue
             changed = True
             self.supervision.exited(unit, code, now)
+            self.forget_ready(unit.name)
             forget_process(self.env.debug_dir, p.pid)  # a SIGKILLed child left its handlers' files
             if unit.leaving:
                 log.info("%s (pid %d) exited with %s", unit.name, p.pid, code)

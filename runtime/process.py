@@ -13,12 +13,14 @@ from squall.processargs import ProcessArgs
 from squall.runtime.bootstrap import RuntimeStartError, load_env, setup_logging
 from squall.runtime.debug_agent import DebugAgent
 from squall.runtime.debugging import DebugSettings
+from squall.runtime.readiness import take_ready_fd
 from squall.supervision import die_with_parent
 
 log = logging.getLogger("squall.runtime.process")
 
 
 def main(argv: Optional[list] = None) -> int:
+    take_ready_fd()
     args = ProcessArgs.parse(argv, "python -m squall.runtime.process")
     setup_logging(args.role, args.container, args.task)
     die_with_parent()

@@ -16,7 +16,7 @@ import secrets
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Callable, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 from squall.conf import CLUSTER_LAYER, Config, base_config, registry
 from squall.errors import SquallError
@@ -33,8 +33,6 @@ from squall.supervision import log_tail
 
 log = logging.getLogger(__name__)
 
-# Seconds every instance must stay up (same pid) before submit calls it running.
-SETTLE_SECS = 1.5
 # Exits of one process while the topology comes up that fail the submit at once.
 CRASHES_WHILE_STARTING = 2
 
@@ -204,26 +202,32 @@ def registered_pids(state: StateManager, name: str, plan: schema.PackingPlan) ->
     return {i.id.task_id: i.pid for i in physical.instances}
 
 
+def initialized(state: StateManager, pids: Mapping[int, int], name: str) -> bool:
+    """Every instance process its executor runs has said that its tasks are initialized
+    (runtime/readiness.py), and is the process the physical plan lists (``pids``: task -> pid)."""
+    listed = set(pids.values())
+    return all(p.initialized and p.pid in listed for record in state.container_records(name)
+               for p in record.processes if p.initialized is not None)
+
+
 def _wait_until_up(
     state: StateManager,
     name: str,
     plan: schema.PackingPlan,
     timeout: float,
     progress: Optional[Callable[[Progress], None]],
-    settle: float = SETTLE_SECS,
 ) -> None:
-    """Wait until the topology is up and its instances have stayed up for ``settle`` seconds.
+    """Wait until the topology is up and every instance has run ``initialize``.
 
     Instances register before they run user code (``initialize`` needs the
-    physical plan), so a complete plan is not enough: one whose instances
-    crash gets restarted with new pids. Up means RUNNING (every process of
-    the plan alive) with the same pids for ``settle`` seconds. A process
-    that exits ``CRASHES_WHILE_STARTING`` times, or anything past its
-    restart budget, fails the submit at once with the end of its log.
+    physical plan), so a complete plan is not enough: up means RUNNING (every
+    process of the plan alive and registered) and every instance process
+    initialized, as its executor records it. A process that exits
+    ``CRASHES_WHILE_STARTING`` times, or anything past its restart budget,
+    fails the submit at once with the end of its log.
     """
     total = sum(len(c.instances) for c in plan.containers)
     start = time.monotonic()
-    stable_pids, stable_since = None, None
     while True:
         elapsed = time.monotonic() - start
         health = topology_health(state, name)
@@ -236,23 +240,19 @@ def _wait_until_up(
                     f"{process.crashes} times (last exit status {process.last_exit}); the end of its log "
                     f"({process.log_file}):\n{log_tail(process.log_file)}")
         pids = registered_pids(state, name, plan)
-        if health.up and len(pids) >= total:
-            if pids != stable_pids:
-                stable_pids, stable_since = pids, time.monotonic()
-            elif time.monotonic() - stable_since >= settle:
-                if progress is not None:
-                    progress(Progress(total, total, elapsed))
-                return
-        else:
-            stable_pids = None
+        registered = health.up and len(pids) >= total
+        if registered and initialized(state, pids, name):
+            if progress is not None:
+                progress(Progress(total, total, elapsed))
+            return
         if progress is not None:
             progress(Progress(len(pids), total, elapsed))
         if elapsed > timeout:
             execution = state.get(Kind.EXECUTION_STATE, name)
-            raise SubmitError(
-                f"topology {name!r} did not come up in {timeout:g}s "
-                f"({len(pids)} of {total} instances registered and running); {diagnose(execution.run_dir)}"
-            )
+            where = ("every instance registered, not every one through initialize()" if registered else
+                     f"{len(pids)} of {total} instances registered and running")
+            raise SubmitError(f"topology {name!r} did not come up in {timeout:g}s ({where}); "
+                              f"{diagnose(execution.run_dir)}")
         time.sleep(0.2)
 
 

@@ -181,6 +181,8 @@ struct ProcessStatus {
   6: optional string failure,
   // path of its log file
   7: required string log_file,
+  // an instance process: every task in it is initialized (runtime/readiness.py); unset for the others
+  8: optional bool initialized,
 }
 
 // containers/<topology>/<id> (ephemeral): a live executor and its processes.

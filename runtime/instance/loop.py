@@ -40,6 +40,7 @@ from squall.runtime.instance.sampling import EventsLog, Sampler
 from squall.runtime.instance.state import Timers
 from squall.runtime.metrics_sender import BlockingMetricsSender
 from squall.runtime.protocol import HEADER, BlockingConnection, ProtocolError
+from squall.runtime.readiness import signal_ready
 from squall.runtime.shipped_files import FilesInForce, start_shipped_files
 from squall.runtime.user_errors import CHECKPOINT_STORAGE, UNCAUGHT, UserErrors
 from squall.state import StorageError
@@ -247,8 +248,10 @@ class _Loop:
         for f in self.reader.feed(data):
             was_initialized = inst.initialized
             inst.on_frame(f, time.perf_counter())
-            if self.gc_threshold and inst.initialized and not was_initialized:
-                gc.freeze()  # the component as initialize() left it: never garbage
+            if inst.initialized and not was_initialized:
+                if self.gc_threshold:
+                    gc.freeze()  # the component as initialize() left it: never garbage
+                signal_ready()
             if len(inst.out) >= OUT_FLUSH_BYTES:
                 self.send_out()
         return True

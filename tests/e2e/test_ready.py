@@ -82,3 +82,33 @@ def test_status_names_what_the_physical_plan_still_lists_with_a_dead_pid():
     records[1].processes[2] = _Process("metricsmgr", 99)
     pplan.instances[1].pid = 30
     assert unconnected(pplan, records) == []
+
+
+def test_submit_returns_once_every_instance_ran_initialize(cluster, tmp_path):
+    """initialize() takes 3 s, longer than a registered instance used to be watched: submit waits for it
+    (its executor records it: runtime/readiness.py), and so does a restarted instance's status."""
+    out = tmp_path / "out"
+    out.mkdir()
+    cluster.submit("slow_init", f"e2e.out.dir={out}")
+    assert sorted(p.name for p in out.iterdir()) == ["initialized-2", "initialized-3"]
+    records = cluster.state().container_records("slow_init")
+    flags = {p.name: p.initialized for r in records for p in r.processes}
+    assert {n: f for n, f in flags.items() if n.startswith("instance")} == {
+        "instance-1-idle": True, "instance-2-slow": True, "instance-3-slow": True}
+    assert all(f is None for n, f in flags.items() if not n.startswith("instance"))
+
+    def slow_process():
+        return next(p for r in cluster.state().container_records("slow_init") for p in r.processes
+                    if p.name == "instance-2-slow")
+
+    victim = slow_process().pid
+    os.kill(victim, signal.SIGKILL)
+
+    def restarted():
+        fresh = slow_process()
+        return fresh if fresh.pid not in (0, victim) else None
+
+    fresh = wait_until(restarted, timeout=30, what="the killed instance to be restarted")
+    assert fresh.initialized is False  # a new process: not through initialize() yet
+    wait_until(lambda: restarted().initialized, timeout=30, what="the restarted instance to say it is initialized")
+    cluster.squall("kill", "slow_init")
