@@ -287,10 +287,12 @@ class Executor:
                                        stderr=subprocess.STDOUT, close_fds=True,
                                        pass_fds=fds + ([pipe.write_fd] if pipe else []),
                                        env=pipe.child_env() if pipe else None)
-        finally:
+        except BaseException:
             if pipe is not None:
-                pipe.started()
+                pipe.close()
+            raise
         if pipe is not None:
+            pipe.started()
             self.ready_pipes[unit.name] = pipe
         self.supervision.started(unit, process, now)
         self.roles[unit.name] = spec.role

@@ -19,7 +19,8 @@ class ReadyPipe:
     """The executor's end: made before the process starts, read on every round of its loop."""
 
     def __init__(self) -> None:
-        self.read_fd, self.write_fd = os.pipe()
+        self.read_fd, write_fd = os.pipe()
+        self.write_fd: Optional[int] = write_fd
         os.set_blocking(self.read_fd, False)
 
     def child_env(self) -> dict[str, str]:
@@ -27,7 +28,9 @@ class ReadyPipe:
 
     def started(self) -> None:
         """The child has its copy of the write end: only its closing ends the pipe now."""
-        os.close(self.write_fd)
+        if self.write_fd is not None:
+            os.close(self.write_fd)
+            self.write_fd = None
 
     def poll(self) -> Optional[bool]:
         """True once the byte came, False once the pipe closed without it, None until either."""
@@ -38,6 +41,7 @@ class ReadyPipe:
         return bool(data)
 
     def close(self) -> None:
+        self.started()
         os.close(self.read_fd)
 
 
