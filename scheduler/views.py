@@ -19,7 +19,7 @@ from squall.runtime.client import TMasterUnreachable, query_metrics
 from squall.scheduler import launcher, manager, shipped_files
 from squall.scheduler.debugging import debug_lines, debug_view
 from squall.state import Kind, StateManager, member
-from squall.state.status import topology_health
+from squall.state.status import process_state, topology_health
 
 STATUS_NAMES = {schema.TopologyStatus.RUNNING: "RUNNING", schema.TopologyStatus.PAUSED: "PAUSED"}
 SHOWN_ERRORS = 10  # the errors in user code ``squall show`` prints (the newest)
@@ -143,7 +143,7 @@ def processes(state: StateManager, name: str, containers: Optional[Collection[in
                 what, port = f"{p.name} (leader)", leader.control_port
             rows.append(ProcessRow(container=record.container, process=what, host=record.host, port=port,
                                    pid=p.pid or None, restarts=p.restarts,
-                                   state="failed" if p.failure else ("up" if p.pid else "restarting")))
+                                   state=process_state(p)))
     return rows
 
 

@@ -37,6 +37,16 @@ class TopologyHealth:
         return self.status in (RUNNING, PAUSED)
 
 
+def process_state(p: "schema.ProcessStatus") -> str:
+    """What ``show`` and the UI say of a process: ``failed`` (past its restart budget), ``restarting``
+    (none runs now), ``starting`` (an instance process not through ``initialize`` yet) or ``up``."""
+    if p.failure:
+        return "failed"
+    if not p.pid:
+        return "restarting"
+    return "starting" if p.initialized is False else "up"
+
+
 def alive(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE

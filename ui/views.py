@@ -23,6 +23,7 @@ from squall.runtime.client import describe_checkpoints
 from squall.scheduler import manager
 from squall.scheduler.views import list_data, processes as process_rows, show_data
 from squall.state import Kind, StateManager, member
+from squall.state.status import process_state
 from squall.ui.metrics import BadRequest, MetricsCache
 
 LOG_LENGTH = 16 * 1024  # bytes of a log a request gets by default
@@ -132,7 +133,7 @@ def _where_in(records: Iterable[schema.ContainerStatus], physical: Optional[sche
             for task, _ in process_tasks(p.name):
                 out[task] = {"container": record.container, "host": record.host, "process": p.name,
                              "pid": p.pid or pids.get(task) or None, "restarts": p.restarts, "crashes": p.crashes,
-                             "state": "failed" if p.failure else ("up" if p.pid else "restarting"),
+                             "state": process_state(p),
                              "yarn_container": record.yarn_container or None}
     return out
 

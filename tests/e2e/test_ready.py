@@ -108,7 +108,12 @@ def test_submit_returns_once_every_instance_ran_initialize(cluster, tmp_path):
         fresh = slow_process()
         return fresh if fresh.pid not in (0, victim) else None
 
+    def shown_state():
+        return next(p["state"] for p in show(cluster, "slow_init")["processes"] if p["pid"] == fresh.pid)
+
     fresh = wait_until(restarted, timeout=30, what="the killed instance to be restarted")
     assert fresh.initialized is False  # a new process: not through initialize() yet
+    assert shown_state() == "starting"  # (its initialize() takes 3 s)
     wait_until(lambda: restarted().initialized, timeout=30, what="the restarted instance to say it is initialized")
+    assert shown_state() == "up"
     cluster.squall("kill", "slow_init")
