@@ -17,6 +17,7 @@ later tuple closes, a spout that is not mocked (its tuples are captured while th
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections import defaultdict
 from typing import Hashable, Mapping, Optional, Sequence
@@ -143,6 +144,7 @@ def complete_topology(topology: Submittable, mocked: Mapping[str, Sequence[Seque
     finally:
         if owned:
             cluster.close()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _with_mocks_and_capture(plan: schema.Topology, mocked: set) -> schema.Topology:

@@ -396,8 +396,16 @@ class KafkaSpout(StatefulSpout):
         return True
 
     def _on_commit(self, error: Optional["confluent_kafka.KafkaError"], partitions: list) -> None:
+        """An asynchronous commit's answer (from ``consume``, on this thread). A partition whose commit
+        failed is forgotten as committed, so the next interval sends it again even if no ack moved it."""
+        failed = [tp for tp in partitions if error is not None or tp.error is not None]
+        for tp in failed:
+            if self.committed.get((tp.topic, tp.partition)) == tp.offset:
+                del self.committed[(tp.topic, tp.partition)]
         if error is not None:
             self._on_error(error)
+        elif failed:
+            self._on_error(failed[0].error)
 
     def _on_error(self, error: "confluent_kafka.KafkaError") -> None:
         """librdkafka's errors (it reconnects by itself): counted, logged once per kind in a while."""
