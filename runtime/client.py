@@ -108,8 +108,7 @@ class MetricsReporter:
     def send(self, rows: list) -> None:
         for row in rows:
             self.backlog.add(row)
-        frame = self.backlog.frame()
-        if frame is None:
+        if not len(self.backlog):
             return
         try:
             conn = BlockingConnection.connect(self.host, self.port, self.secret, schema.Role.CLIENT, self.container,
@@ -119,9 +118,10 @@ class MetricsReporter:
                      len(self.backlog))
             return
         try:
-            conn.send(frame)
-            self.backlog.clear()
+            conn.send(self.backlog.frame())
+            self.backlog.answer([conn.recv_frame(CONNECT_TIMEOUT_SECS)])
         except (ProtocolError, OSError) as e:
             log.info("metrics manager at %s:%d: %s; %d rows kept", self.host, self.port, e, len(self.backlog))
         finally:
             conn.close()
+            self.backlog.lost()  # a connection a send: rows it did not confirm go again

@@ -6,6 +6,13 @@ restarting: its executor keeps its port) keeps what it could not deliver and
 sends it all once it is back. Past ``MAX_BACKLOG_ROWS`` the oldest rows go,
 counted in the log.
 
+A row sent stays *in flight* until the manager answers that it is in the file
+(``Control.metrics_written``, a running count per connection): a row the socket
+took but the manager never read, because it was SIGKILLed, is not lost. When a
+connection goes, its rows in flight go back to the front of the backlog marked
+``resent``; the manager writes a resent row only if the file does not have it
+yet, so each row is in the file once.
+
 ``MetricsSender`` serves the asyncio roles (topology master, stream manager);
 ``BlockingMetricsSender`` the instance's single-threaded loop.
 """
@@ -14,11 +21,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-import socket
 from typing import Any, Optional
 
 from squall.idl import schema
-from squall.runtime.protocol import BlockingConnection, Connection, ProtocolError, control_frame
+from squall.runtime.protocol import BlockingConnection, Connection, ProtocolError, control_frame, decode_control
 
 log = logging.getLogger(__name__)
 
@@ -27,28 +33,62 @@ CONNECT_TIMEOUT_SECS = 0.5  # an instance's loop waits at most this per bucket w
 
 
 class MetricsBacklog:
-    """Rows not yet delivered, oldest first; bounded."""
+    """Rows not yet in the metrics manager's file, oldest first: waiting, then in flight on the current
+    connection; bounded. A state machine: the senders do the I/O."""
 
     def __init__(self, limit: int = MAX_BACKLOG_ROWS):
-        self.rows: collections.deque = collections.deque(maxlen=limit)
+        self.rows: collections.deque = collections.deque(maxlen=limit)  # waiting to be sent
+        self.in_flight: collections.deque = collections.deque()  # sent on this connection, not yet confirmed
+        self.confirmed = 0  # rows of this connection the manager has said are in its file
         self.dropped = 0
 
     def add(self, row: Any) -> None:
         if len(self.rows) == self.rows.maxlen:
-            self.dropped += 1
-            if self.dropped % 1000 == 1:
-                log.warning("metrics manager unreachable for long: %d oldest rows dropped so far", self.dropped)
+            self._drop(1)
         self.rows.append(row)
 
     def frame(self) -> Optional[bytes]:
-        """Everything waiting, as one frame (None when nothing waits)."""
-        return control_frame(metrics=list(self.rows)) if self.rows else None
-
-    def clear(self) -> None:
+        """Everything waiting, as one frame (None when nothing waits); it is in flight from now."""
+        if not self.rows:
+            return None
+        self.in_flight.extend(self.rows)
+        frame = control_frame(metrics=list(self.rows))
         self.rows.clear()
+        return frame
+
+    def written(self, count: int) -> None:
+        """The manager's answer: the first ``count`` rows sent on this connection are in its file."""
+        for _ in range(min(count - self.confirmed, len(self.in_flight))):
+            self.in_flight.popleft()
+        self.confirmed = max(self.confirmed, count)
+
+    def lost(self) -> None:
+        """The connection is gone: what it did not confirm may or may not be in the file. It waits again,
+        first, marked resent."""
+        for row in self.in_flight:
+            row.resent = True
+        waiting = list(self.in_flight) + list(self.rows)
+        self._drop(len(waiting) - self.rows.maxlen)
+        self.rows = collections.deque(waiting, maxlen=self.rows.maxlen)  # keeps the newest
+        self.in_flight.clear()
+        self.confirmed = 0
+
+    def answer(self, frames: list) -> None:
+        """Take the manager's answers in ``frames``; ProtocolError for anything else."""
+        for f in frames:
+            written = decode_control(f).metrics_written
+            if written is None:
+                raise ProtocolError("unexpected frame from the metrics manager")
+            self.written(written)
+
+    def _drop(self, n: int) -> None:
+        for _ in range(max(0, n)):
+            self.dropped += 1
+            if self.dropped % 1000 == 1:
+                log.warning("metrics manager unreachable for long: %d oldest rows dropped so far", self.dropped)
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self.rows) + len(self.in_flight)
 
 
 class MetricsSender:
@@ -68,8 +108,9 @@ class MetricsSender:
         if not self.port:
             return
         self.backlog.add(row)
-        if self.conn is None or self.conn.closed:
-            self.conn = None
+        if self.conn is not None and self.conn.closed:
+            self.lost(self.conn)
+        if self.conn is None:
             try:
                 _, self.conn = await self.loop.create_connection(
                     lambda: Connection(self, self.topology, self.secret, False, self.max_frame,
@@ -84,7 +125,6 @@ class MetricsSender:
             frame = self.backlog.frame()
             if frame is not None:
                 self.conn.write(frame)
-                self.backlog.clear()
 
     # connection handler
     def ready(self, conn: Connection) -> None:
@@ -93,9 +133,11 @@ class MetricsSender:
     def lost(self, conn: Connection) -> None:
         if conn is self.conn:
             self.conn = None
+            self.backlog.lost()
 
     def frames(self, conn: Connection, frames: list) -> None:
-        raise ProtocolError("unexpected frames from the metrics manager")
+        if conn is self.conn:
+            self.backlog.answer(frames)
 
 
 class BlockingMetricsSender:
@@ -107,34 +149,30 @@ class BlockingMetricsSender:
         self.conn: Optional[BlockingConnection] = None
 
     def send(self, rows: list) -> None:
-        """Send ``rows`` (and what earlier sends could not)."""
+        """Send ``rows`` (and what earlier sends could not, or sent without an answer)."""
         port = self.env.launch.get("metricsmgr_port")
         if not port:
             return
         for row in rows:
             self.backlog.add(row)
-        if self.conn is not None and _closed_by_peer(self.conn.sock):
-            self.conn.close()  # a write to it would vanish: the kernel takes one after the peer is gone
-            self.conn = None
         try:
+            if self.conn is not None:
+                self.backlog.answer(self.conn.poll_frames())  # its answers so far
+                if self.conn.closed:  # the manager is gone: what it did not confirm goes again
+                    self._drop_connection()
             if self.conn is None:
                 self.conn = BlockingConnection.connect(
                     self.host, port, self.env.secret, schema.Role.INSTANCE, self.env.args.container,
                     task_id=self.task, component=self.component, timeout=CONNECT_TIMEOUT_SECS)
-            self.conn.send(self.backlog.frame())
-            self.backlog.clear()
+            frame = self.backlog.frame()
+            if frame is not None:
+                self.conn.send(frame)
         except (OSError, ProtocolError) as e:
             log.warning("metrics manager unreachable (%s); %d rows kept until it is back", e, len(self.backlog))
-            if self.conn is not None:
-                self.conn.close()
+            self._drop_connection()
+
+    def _drop_connection(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
             self.conn = None
-
-
-def _closed_by_peer(sock: Any) -> bool:
-    """The metrics manager never writes to a sender: anything to read means it closed or died."""
-    try:
-        return sock.recv(1, socket.MSG_DONTWAIT | socket.MSG_PEEK) == b""
-    except (BlockingIOError, InterruptedError):
-        return False
-    except OSError:
-        return True
+            self.backlog.lost()

@@ -5,10 +5,11 @@ one ``MetricsRow`` per bucket; it completes each row with psutil figures for
 the reporting process (cpu % over the process's bucket, rss, threads), taken
 when the row arrives, and the resources the packing plan gave the instance,
 appends them at once as JSON Lines exactly as docs/metrics.md says to
-``<run_dir>/metrics/container-<id>.jsonl`` (so a metrics manager that dies
-loses no row it had received; senders keep what they could not deliver until
-it is back), and forwards them to the leading topology master for
-``squall metrics``.
+``<run_dir>/metrics/container-<id>.jsonl``, answers the sender that they are
+written, and forwards them to the leading topology master for ``squall
+metrics``. Senders keep each row until it is answered for, and send again what
+a dead manager did not answer for (``resent``); a resent row is written only if
+the file does not have it yet (``last_written``): each row is in the file once.
 """
 from __future__ import annotations
 
@@ -32,13 +33,15 @@ from squall.state import StateError
 log = logging.getLogger(__name__)
 
 MAX_UNFORWARDED = 100_000
+TAIL_BYTES = 4 << 20  # what a restarted manager reads of its file: more than any sender has in flight
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Reporter:
     """A connection of a process of this container that reports its metrics rows."""
 
     pid: int
+    written: int = 0  # rows it sent that are in the file (each frame is answered with this count)
 
 
 class ProcessStats:
@@ -118,6 +121,34 @@ def row_dict(row: Any, topology: str, run_id: str, host: str, stats: tuple, reso
     }
 
 
+def row_key(process: str, component: str, task_id: Optional[int]) -> tuple:
+    """Whose row it is: a process's, or a task's of it."""
+    return process, component, task_id
+
+
+def last_written(path: str) -> dict:
+    """``row_key`` -> the ts of its last row among the file's last ``TAIL_BYTES``. Rows are confirmed as
+    soon as they are written, so those a killed manager wrote but did not confirm are at the end: this is
+    what its successor needs to tell a resent row it already has."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - TAIL_BYTES))
+            lines = f.read().split(b"\n")
+    except FileNotFoundError:
+        return {}
+    last: dict = {}
+    for line in lines:
+        try:
+            r = json.loads(line)
+        except ValueError:  # the cut first line, or an empty last one
+            continue
+        if isinstance(r, dict) and "ts" in r:
+            key = row_key(r["process"], r["component"], r["task_id"])
+            last[key] = max(r["ts"], last.get(key, r["ts"]))
+    return last
+
+
 def own_row(container: int, now: float, interval: float) -> Any:
     return schema.MetricsRow(ts=now, interval_secs=interval, process="metricsmgr", component=METRICSMGR_COMPONENT,
                              task_id=None, emit_count=0, execute_count=0, ack_count=0, fail_count=0,
@@ -132,6 +163,7 @@ class MetricsManager:
         self.stats = ProcessStats()
         self.host = socket.gethostname()
         self.path = os.path.join(env.metrics_dir, f"container-{self.container}.jsonl")
+        self.last_ts = last_written(self.path)  # row_key -> ts of its last row in the file
         self.tmaster: Optional[Connection] = None
         self.tmaster_at: Any = None  # the TMasterLocation of self.tmaster
         self.resources: dict = {}
@@ -169,9 +201,13 @@ class MetricsManager:
             if msg.metrics is None:
                 raise ProtocolError("expected metrics rows")
             rows.extend(msg.metrics)
+        new = [row for row in rows if not (row.resent and row.ts <= self.last_ts.get(
+            row_key(row.process, row.component, row.task_id), float("-inf")))]
         # psutil figures now: the row was sent at the end of the process's bucket (a row delivered
         # late, after this manager restarted, gets the figures since the process's previous row)
-        self.record([(row, self.stats.sample(row.pid)) for row in rows])
+        self.record([(row, self.stats.sample(row.pid)) for row in new])
+        conn.peer.written += len(rows)
+        conn.write(control_frame(metrics_written=conn.peer.written))  # only now: the rows are in the file
 
     def record(self, sampled: list) -> None:
         """Append rows with their process figures to the file; queue them for the topology master."""
@@ -182,6 +218,8 @@ class MetricsManager:
             f.write("".join(json.dumps(line) + "\n" for line in lines))
         for (r, _), line in zip(sampled, lines):  # the topology master gets the file's process figures
             r.cpu_percent, r.rss_mb = line["cpu_percent"], line["rss_mb"]
+            key = row_key(r.process, r.component, r.task_id)
+            self.last_ts[key] = max(r.ts, self.last_ts.get(key, r.ts))
         # rows wait (bounded) until the topology master's connection is up: its totals stay exact
         self.to_forward = (self.to_forward + [r for r, _ in sampled])[-MAX_UNFORWARDED:]
 

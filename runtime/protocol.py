@@ -197,6 +197,7 @@ class BlockingConnection:
         self.sock = sock
         self.reader = FrameReader(max_frame)
         self.frames: list = []
+        self.closed = False  # poll_frames saw the peer close
 
     @classmethod
     def connect(cls, host: str, port: int, secret: str, role: int, container: int,
@@ -234,6 +235,21 @@ class BlockingConnection:
                 raise ProtocolError("connection closed by peer")
             self.frames.extend(self.reader.feed(data))
         return self.frames.pop(0)
+
+    def poll_frames(self) -> list:
+        """The frames that have arrived, without waiting; sets ``closed`` once the peer has closed."""
+        try:
+            while not self.closed:
+                data = self.sock.recv(1 << 20, socket.MSG_DONTWAIT)
+                if not data:
+                    self.closed = True
+                self.frames.extend(self.reader.feed(data))
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError:
+            self.closed = True
+        frames, self.frames = self.frames, []
+        return frames
 
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)

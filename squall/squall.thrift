@@ -320,6 +320,9 @@ struct MetricsRow {
   // the process's psutil figures, set by its metrics manager before it forwards the row
   18: optional double cpu_percent,
   19: optional double rss_mb,
+  // sent before, on a connection lost before the metrics manager confirmed it: it may be in the file
+  // already, and is written only if it is not (runtime/metrics_sender.py)
+  20: optional bool resent,
 }
 
 struct MetricsQuery {
@@ -503,6 +506,8 @@ struct Control {
   10: optional CheckpointMessage checkpoint,
   // tmaster -> stmgr: a new plan as a delta of the last one it sent on this connection
   11: optional PhysicalPlanDelta plan_delta,
+  // metrics manager -> a sender: how many of the rows sent on this connection are in the file now
+  12: optional i64 metrics_written,
 }
 
 // One version of a file shipped to every task (squall submit|update --files; docs/debugging.md).

@@ -13,6 +13,7 @@ from squall.cli import main
 from squall.conf import base_config
 from squall.health.actuate import carry_out
 from squall.health.model import Action
+from squall.metrics_schema import HEALTH_COMPONENT
 from squall.processargs import ProcessArgs
 from squall.state import Kind
 from squall.testing import wait_until
@@ -144,6 +145,10 @@ def test_recommend_shows_the_decision_changes_nothing_and_auto_then_applies_it(s
     unload(out_dir)
     wait_until(lambda: len(set(acked(out_dir))) == IDS, timeout=90, what=f"all {IDS} ids acked")
     assert sorted(set(acked(out_dir))) == list(range(IDS))
+    rows = [r for path in glob.glob(os.path.join(cluster.run_dir("paced"), "metrics", "*.jsonl"))
+            for r in map(json.loads, open(path)) if r["component"] == HEALTH_COMPONENT]
+    # the health manager's own rows, through a connection a send, across its SIGKILL: each in the file once
+    assert len(rows) >= 5 and len({r["ts"] for r in rows}) == len(rows)
     squall(capsys, "kill", "paced")
 
 

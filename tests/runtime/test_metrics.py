@@ -34,13 +34,14 @@ def test_busy_process_reports_its_cpu_in_every_bucket(tmp_path):
                                 name="t", execution=types.SimpleNamespace(run_id="r"),
                                 metrics_dir=str(tmp_path / "metrics"))
     mm = MetricsManager(env)
+    conn = types.SimpleNamespace(peer=types.SimpleNamespace(written=0), write=lambda frame: None)
     try:
         time.sleep(0.4)  # these sleeps are the buckets the figures are measured over: the behaviour under test
         # a row in each bucket, but none in one (a process's bucket drifts against the manager's),
         # then two in the next (the late row and the following one)
         for rows_in_bucket in (1, 1, 0, 2, 1):
             for _ in range(rows_in_bucket):
-                mm.frames(object(), [control_frame(metrics=[_row(busy.pid, BUSY), _row(idle.pid, IDLE)])])
+                mm.frames(conn, [control_frame(metrics=[_row(busy.pid, BUSY), _row(idle.pid, IDLE)])])
                 time.sleep(0.3)
             mm.flush(time.time(), 0.4)
             time.sleep(0.3)
