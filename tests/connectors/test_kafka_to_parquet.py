@@ -152,9 +152,9 @@ def test_faults_and_a_rescale_leave_exactly_one_row_per_record(cluster, kafka_bo
     # every partition read to its end: squall metrics shows each with its lag (the UI and the report too)
     sources = wait_until(lambda: caught_up(cluster), timeout=30, what="every partition's lag at 0")
     assert sorted(p["partition"] for p in sources) == [f"{topic_name}-{p}" for p in range(4)]
-    # the reports' input: a metrics manager writes a bucket's rows when it ends (a killed one's last are lost,
-    # and with them the rate of a partition read to its end before the kill): each partition with its lag,
-    # and rates
+    # the reports' input: a process sends a bucket's row when the bucket ends (the killed container's last
+    # rows died with its processes, and with them the rate of a partition read to its end before the kill):
+    # each partition with its lag, and rates
     partitions, read = wait_until(lambda: (lambda r: r if r[0] == {p["partition"] for p in sources} else None)(
         reported(cluster.run_dir("kafka_to_parquet"))), timeout=60, what="every partition in the metrics files")
     assert read and read <= partitions
