@@ -35,6 +35,7 @@ a span closes it for the call, and its completion or failure is each tuple's.
 """
 from __future__ import annotations
 
+import os
 import random
 from itertools import repeat
 from operator import is_
@@ -45,7 +46,10 @@ from squall.logical import MAX_SPOUT_TASK
 TASK_SHIFT = 64 - MAX_SPOUT_TASK.bit_length()  # a root: the spout task above, random bits below
 ROOT_BITS = (1 << TASK_SHIFT) - 1  # a root's random bits
 
-random_bits = random.Random().getrandbits  # seeded from os.urandom: every process has its own sequence
+_generator = random.Random()  # seeded from os.urandom: every process has its own sequence,
+os.register_at_fork(after_in_child=_generator.seed)  # a forked child too (random.Random() alone is not reseeded)
+random_bits = _generator.getrandbits
+SYSTEM_RANDOM_BITS = random_bits  # the compiled emit draws from a generator of its own instead (_emit.c)
 
 
 def new_root(spout_task: int) -> int:

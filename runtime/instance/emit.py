@@ -31,7 +31,8 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence
 
 from squall.component import Tuple, column_count, rows_of
-from squall.runtime.acking import ROOT_BITS, TASK_SHIFT, CallIds, Span, new_value, random_bits, some_untracked
+from squall.runtime.acking import (ROOT_BITS, SYSTEM_RANDOM_BITS, TASK_SHIFT, CallIds, Span, new_value, random_bits,
+                                   some_untracked)
 from squall.runtime.instance.batch import NO_ANCHOR, Batch
 from squall.runtime.instance.compiled import compiled
 from squall.runtime.instance.edge import Edge, EmitColumnsMethod, EmitManyMethod, EmitMethod
@@ -54,10 +55,12 @@ def compiled_emit(inst: InstanceState, emit: EmitMethod) -> EmitMethod:
     tracking: dict = {}
     if inst.reliable:
         tracking = {"inst": inst, "auto_anchor": not inst.is_spout and inst.auto_anchor}
+        # None: span values from the extension's own generator; a test that sets random_bits draws from its
+        bits = None if random_bits is SYSTEM_RANDOM_BITS else random_bits
         if tracking["auto_anchor"] and inst.auto_ack:  # inst.anchor() and Batch.join in C too
-            tracking.update(span_type=Span, idle=IDLE, bits=random_bits)
+            tracking.update(span_type=Span, idle=IDLE, bits=bits)
         if inst.is_spout:
-            tracking.update(task_id=inst.task_id, trees=inst.tracker.trees, bits=random_bits, clock=time.monotonic,
+            tracking.update(task_id=inst.task_id, trees=inst.tracker.trees, bits=bits, clock=time.monotonic,
                             task_bits=inst.task_id << TASK_SHIFT, root_bits=ROOT_BITS, no_anchor=NO_ANCHOR)
     return make(inst.fast_routes, inst.batches, inst.emit_cell, inst.send_batch, inst.append, emit,
                 DEFAULT_STREAM, Batch, **tracking)

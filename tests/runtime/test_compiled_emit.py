@@ -37,7 +37,7 @@ class Sink(Bolt):
     pass
 
 
-def mid_instance(monkeypatch, kind, batch_size, mode="ATMOST_ONCE", component=None, name="mid"):
+def mid_instance(monkeypatch, kind, batch_size, mode="ATMOST_ONCE", component=None, name="mid", seeded=True):
     """The task ``name`` (mid, or src) of src -> mid -> sink (3 tasks by key, and ``side`` shuffled), with the
     ``kind`` of emit; at least once, its random span values drawn from one seeded sequence."""
     b = TopologyBuilder("compiled")
@@ -54,9 +54,10 @@ def mid_instance(monkeypatch, kind, batch_size, mode="ATMOST_ONCE", component=No
         monkeypatch.setenv("SQUALL_PURE_PYTHON", "1")
     else:
         monkeypatch.delenv("SQUALL_PURE_PYTHON", raising=False)
-    bits = random.Random(11).getrandbits  # the same span values, drawn in the same order, for both emits
-    monkeypatch.setattr(acking, "random_bits", bits)
-    monkeypatch.setattr(emit_module, "random_bits", bits)
+    if seeded:
+        bits = random.Random(11).getrandbits  # the same span values, drawn in the same order, for both emits
+        monkeypatch.setattr(acking, "random_bits", bits)
+        monkeypatch.setattr(emit_module, "random_bits", bits)
     component = Mid() if component is None else component
     inst = make_instance(topology, name, tasks[name][0], 1, {}, batch_size=batch_size, component_obj=component)
     random.seed(7)  # the shuffle's first task
@@ -168,6 +169,43 @@ def test_a_spout_s_tuples_with_ids_leave_the_same_through_the_compiled_and_the_p
                  for (start, roots, _v), end in zip(zip(*[iter(run[2])] * 3), [*run[2][3::3], len(run[1])])
                  if roots is None for values in run[1][start:end]]
     assert untracked == [["w1", 20], ["w2", 21]]  # the two emits without an id: in spans of no tree
+
+
+def own_generator_trees(monkeypatch, n):
+    """A spout's compiled emit with random_bits as the runtime has it: its trees after ``n`` emits with ids."""
+    inst, spout = mid_instance(monkeypatch, "compiled", 1000, "ATLEAST_ONCE", Src(), "src", seeded=False)
+    assert isinstance(type(spout).__dict__["emit"], _emit.CompiledEmit)
+    for n in range(n):
+        spout.emit([f"w{n % 5}", n], tup_id=n)
+    return inst.tracker.trees
+
+
+def test_a_spout_s_compiled_emit_draws_span_values_of_its_own_and_a_forked_child_other_ones(monkeypatch):
+    import json
+    import os
+    import time
+
+    before = time.monotonic()
+    trees = own_generator_trees(monkeypatch, 1000)
+    after = time.monotonic()
+    values = [xor for _tup_id, xor, _at in trees.values()]
+    assert len(set(values)) == len(trees) == 1000 and all(0 < v < 1 << 64 for v in values)
+    assert sum(v.bit_length() > 60 for v in values) > 900  # 64 random bits, not a counter
+    assert all(before <= at <= after for _tup_id, _xor, at in trees.values())  # time.monotonic's clock
+    assert len({root >> acking.TASK_SHIFT for root in trees}) == 1  # the spout task's, above the value's bits
+    assert all(root & acking.ROOT_BITS == xor & acking.ROOT_BITS for root, (_tup_id, xor, _at) in trees.items())
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child draws; the parent draws as many: the two must differ
+        drawn = [xor for _t, xor, _a in own_generator_trees(monkeypatch, 10).values()]
+        os.write(write, json.dumps(drawn).encode())
+        os._exit(0)
+    os.close(write)
+    mine = [xor for _t, xor, _a in own_generator_trees(monkeypatch, 10).values()]
+    with os.fdopen(read) as f:
+        child = json.loads(f.read())
+    os.waitpid(pid, 0)
+    assert len(child) == 10 and not set(child) & set(mine)
 
 
 class Scripted(Mid):
