@@ -46,6 +46,12 @@ def test_a_row_stays_in_flight_until_written_and_goes_again_first_if_the_connect
     backlog.lost()  # five rows, room for four: the oldest goes
     assert _rows(backlog.frame()) == [(1, 5.0, True), (1, 6.0, True), (1, 7.0, False), (1, 8.0, False)]
     assert backlog.dropped == 1
+    for ts in (9.0, 10.0):  # a manager that takes rows and never answers: in flight, bounded too
+        backlog.add(_row(1, ts))
+        backlog.frame()
+    assert [r.ts for r in backlog.in_flight] == [7.0, 8.0, 9.0, 10.0] and backlog.dropped == 3
+    backlog.written(5)  # its answer for the first five it was sent (5.0 to 9.0), two of them dropped already
+    assert [r.ts for r in backlog.in_flight] == [10.0]
 
 
 class Answers:
