@@ -22,5 +22,5 @@ tag = builder.add_bolt("tag", Tag, par=2, inputs=[kafka])
 builder.add_bolt("parquet", FileSink, par=2, inputs=[tag], config={"files.format": "parquet",
                                                                    "files.roll.interval.secs": 2})
 builder.set_config({"topology.state.checkpoint.interval.secs": 1, "topology.workers": 2,
-                    "topology.message.timeout.secs": 10})  # at least once, lost trees replay sooner
+                    "topology.message.timeout.secs": 5})  # at least once, lost trees replay sooner
 topology = builder.build()
