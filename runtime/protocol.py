@@ -45,7 +45,8 @@ ROUTED = (DATA, ACK, MARKER)  # frames a stream manager forwards by their destin
 # 5: a DATA batch carries its sender's epoch; MARKER frames (a checkpoint's, in line with the data).
 # 6: a run may be columnar, [stream, [field values, ...], spans, count] (emit_columns).
 # 7: a physical plan may come as a delta of the last one (Control.plan_delta); registrations name the plan held.
-PROTOCOL_VERSION = 7
+# 8: the metrics manager answers each frame of rows (Control.metrics_written); a row sent again is marked resent.
+PROTOCOL_VERSION = 8
 
 HEADER = struct.Struct(">IB")  # length of (type + body), type
 DEST = struct.Struct(">I")
