@@ -133,6 +133,8 @@ def test_rows_a_dead_manager_took_without_answering_are_sent_again_to_its_succes
     sender = BlockingMetricsSender(env, "127.0.0.1", task=1, component="c")
     sender.send([_row(1, 1.0)])
     wait_until(lambda: manager.got == [[(1, 1.0, False)]], timeout=10, what="the first manager to take the row")
+    wait_until(lambda: sender.conn.poll_frames() == [] and sender.conn.closed, timeout=10,
+               what="the first manager's close to reach the sender")
     sender.send([_row(1, 2.0)])  # the next bucket: the manager is gone, its row goes again
     wait_until(lambda: len(manager.got) == 2, timeout=10, what="the second manager to get the rows")
     assert manager.got[1] == [(1, 1.0, True), (1, 2.0, False)]
