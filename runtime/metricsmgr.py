@@ -143,8 +143,8 @@ def last_written(path: str) -> dict:
             r = json.loads(line)
         except ValueError:  # the cut first line, or an empty last one
             continue
-        if isinstance(r, dict) and "ts" in r:
-            key = row_key(r["process"], r["component"], r["task_id"])
+        if isinstance(r, dict) and isinstance(r.get("ts"), (int, float)):
+            key = row_key(r.get("process"), r.get("component"), r.get("task_id"))
             last[key] = max(r["ts"], last.get(key, r["ts"]))
     return last
 
