@@ -267,21 +267,16 @@ def test_metrics_survive_a_metrics_manager_restart(cluster, tmp_path):
     os.mkdir(out)
     cluster.submit("wc_update", f"e2e.out.dir={out}", f"e2e.sentences={SENTENCES}",
                    "topology.builtin.metrics.bucket.size.secs=0.5")
+    wait_until(lambda: words_total(out) > 200, what="words to be counted")
+    # rows on their way as the managers die are sent again to their successors (runtime/metrics_sender.py)
+    for container in (1, 2):
+        os.kill(process_pid(cluster, "wc_update", container, "metricsmgr"), signal.SIGKILL)
+    finish_exactly(cluster, "wc_update", out)
     metrics = os.path.join(cluster.run_dir("wc_update"), "metrics")
 
-    def spout_rows():
-        return [r for f in os.listdir(metrics) for r in map(json.loads, open(os.path.join(metrics, f)))
-                if r["component"] == "sentences"]
-
     def emitted():
-        return sum(r["emit_count"] for r in spout_rows())
-
-    wait_until(lambda: words_total(out) > 200, what="words to be counted")
-    managers = [process_pid(cluster, "wc_update", container, "metricsmgr") for container in (1, 2)]
-    # rows on their way as the managers die are sent again to their successors (runtime/metrics_sender.py)
-    for pid in managers:
-        os.kill(pid, signal.SIGKILL)
-    finish_exactly(cluster, "wc_update", out)
+        rows = [json.loads(line) for f in os.listdir(metrics) for line in open(os.path.join(metrics, f))]
+        return sum(r["emit_count"] for r in rows if r["component"] == "sentences")
 
     # every row the spout reported reached the files: its emits add up to every sentence
     wait_until(lambda: emitted() == SENTENCES, timeout=20, what=f"the metrics files to count {SENTENCES} emits")

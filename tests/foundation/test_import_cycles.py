@@ -36,6 +36,11 @@ if kept & {"squall." + name for order in orders for name in order}:
 for order in orders:
     for key in [k for k in sys.modules if k.startswith("squall.") and k not in kept]:
         del sys.modules[key]
+    # a fresh package too: ``from squall import x`` would take a module of an earlier order from its attributes
+    sys.modules["squall"] = package = importlib.util.module_from_spec(spec)
+    for key in kept:
+        if key.count(".") == 1:
+            setattr(package, key.split(".")[1], sys.modules[key])
     for name in order:
         try:
             importlib.import_module("squall." + name)
