@@ -48,7 +48,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from typing import Dict, List, Tuple
+from typing import Callable, Dict, List, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -109,34 +109,59 @@ def selected(only: List[str]) -> Dict[str, Tuple[str, ...]]:
     return {name: run for name, run in RUNS.items() if not only or name.removesuffix(" ALO") in only}
 
 
-def one_round(seconds: float, runs: Dict[str, Tuple[str, ...]]) -> Tuple[Dict[str, float], Dict[str, float]]:
-    """({run: words/s}, {run: CPU µs a word}) of one round of ``runs``, with this process's ``squall``."""
+Round = Tuple[Dict[str, float], Dict[str, float], Dict[str, float]]
+
+
+def one_round(seconds: float, runs: Dict[str, Tuple[str, ...]]) -> Round:
+    """({run: words/s}, {run: CPU µs a word, all processes}, {run: the busiest process's CPU µs a
+    word}) of one round of ``runs``, with this process's ``squall``."""
     words = {PLAIN: plain_python(seconds)}
     cpu: Dict[str, float] = {}
+    busiest: Dict[str, float] = {}
     for name, (file, *props) in runs.items():
         run = wordcount_e2e.run(seconds, 4.0, *props, topology=os.path.join(TOPOLOGIES, file))
         words[name] = run["words_per_sec"]
         cpu[name] = sum(run["cpu_us_per_word"].values())
-    return words, cpu
+        busiest[name] = max(us for _kind, us in run["process_cpu_us_per_word"])
+    return words, cpu, busiest
 
 
-def ratio_line(rounds: List[Tuple[dict, dict]], a: str, b: str) -> str:
-    rs = sorted(r[0][a] / r[0][b] for r in rounds)
+def core_bound(cpu_us: float, busiest_us: float, cores: int) -> float:
+    """Words/s the run's processes allow on ``cores`` cores (0: a core for each process), from their
+    CPU a word: no more than the cores can give all of them (work), nor than the busiest one can do on
+    a core of its own (the pipeline's slowest stage)."""
+    bounds = [1e6 / busiest_us]
+    if cores:
+        bounds.append(cores * 1e6 / cpu_us)
+    return min(bounds)
+
+
+def ratio_line(rounds: List[Round], a: str, b: str, of: Callable[[Round, str], float] = lambda r, n: r[0][n]) -> str:
+    rs = sorted(of(r, a) / of(r, b) for r in rounds)
     return f"{statistics.median(rs):.2f}x (rounds {rs[0]:.2f}x-{rs[-1]:.2f}x)"
 
 
-def show(rounds: List[Tuple[dict, dict]], label: str) -> None:
-    print(f"\n{label}: words/s, median of {len(rounds)} rounds ({os.cpu_count()} cores), "
-          f"CPU µs a word (all processes)")
+def show(rounds: List[Round], label: str) -> None:
+    cores = os.cpu_count() or 1
+    print(f"\n{label}: words/s, median of {len(rounds)} rounds ({cores} cores); CPU µs a word (all processes);"
+          f" words/s their CPU allows on {cores} cores and with a core a process (core_bound)")
     ran = rounds[0][0]
     for name in ran:
         words = statistics.median(r[0][name] for r in rounds)
-        cpu = f"{statistics.median(r[1][name] for r in rounds):6.2f} µs" if name in RUNS else ""
-        print(f"  {name:<28} {words / 1e3:>8,.0f}k  {cpu}")
+        line = f"  {name:<28} {words / 1e3:>8,.0f}k"
+        if name in RUNS:
+            line += f"  {statistics.median(r[1][name] for r in rounds):6.2f} µs"
+            for n in (cores, 0):
+                line += f"  {statistics.median(core_bound(r[1][name], r[2][name], n) for r in rounds) / 1e3:>8,.0f}k"
+        print(line)
     print("ratios (each round against its own runs), target:")
     for what, a, b, target in RATIOS:
         if a in ran and b in ran:
             print(f"  {what:<44} {ratio_line(rounds, a, b):<32} {target}")
+    print("the same, with a core a process (core_bound: the CPU a word each process spent here):")
+    for what, a, b, target in RATIOS:
+        if a in RUNS and b in RUNS and a in ran and b in ran:
+            print(f"  {what:<44} {ratio_line(rounds, a, b, lambda r, n: core_bound(r[1][n], r[2][n], 0)):<32} {target}")
     for shape in SHAPES:  # CPU a word drifts less than words/s where the cores are shared with other tenants
         if shape in ran and shape + " ALO" in ran:
             rs = sorted(r[1][shape] / r[1][shape + " ALO"] for r in rounds)

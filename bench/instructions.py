@@ -1,10 +1,11 @@
 """Instructions per word of each task of the end-to-end word count, under valgrind.
 
-    .venv/bin/python bench/instructions.py [--frames 5 25] [--reliable] [--against REF]
+    .venv/bin/python bench/instructions.py [--frames 5 25] [--reliable] [--api tuple|batch] [--against REF]
 
 Wall-clock figures on this machine drift by tens of percent from one second
 to the next (other tenants); instruction counts do not. Each task of
-bench/topologies/wc_bench.py (spout, split, count) runs its per-tuple path
+bench/topologies/wc_bench.py (spout, split, count; ``--api batch``: the
+same word count in the batch API, wc_bench_batch.py) runs its per-tuple path
 through its instance (no sockets) under ``valgrind --tool=cachegrind``, once
 with each of two frame counts; the difference divided by the words in
 between is the task's instructions per word, start-up excluded. Then the
@@ -32,6 +33,7 @@ from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TASKS = {"sentence": 2, "split": 3, "count": 1}  # task ids in the plan below
+TOPOLOGIES = {"tuple": "wc_bench.py", "batch": "wc_bench_batch.py"}  # the word count in each API, one task each
 CHAIN = "chain"  # sentence -> split -> count in one process
 ROOT_SHIFT = 48  # a root's spout task above these bits (runtime/acking.py)
 
@@ -47,7 +49,7 @@ def physical_plan() -> object:
     )
 
 
-def run_task(component: str, frames: int, reliable: bool) -> None:
+def run_task(component: str, frames: int, reliable: bool, api: str = "tuple") -> None:
     """The child: ``frames`` frames of 1,000 sentences (or their words) through one task, or the chain."""
     import gc
     from itertools import chain, repeat
@@ -60,7 +62,7 @@ def run_task(component: str, frames: int, reliable: bool) -> None:
     from squall.runtime.instance import make_instance
     from squall.runtime.protocol import ACK, control_frame, data_frame
 
-    topology = load_topology_file(os.path.join(HERE, "topologies", "wc_bench.py")).plan
+    topology = load_topology_file(os.path.join(HERE, "topologies", TOPOLOGIES[api])).plan
     import wc_bench  # loaded by load_topology_file
 
     overrides: dict = {"bench.out.dir": tempfile.mkdtemp()}
@@ -120,20 +122,20 @@ def run_task(component: str, frames: int, reliable: bool) -> None:
         inst.out.clear()
 
 
-def instructions(component: str, frames: int, reliable: bool, env: Optional[dict] = None) -> int:
+def instructions(component: str, frames: int, reliable: bool, api: str, env: Optional[dict] = None) -> int:
     command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-               sys.executable, os.path.abspath(__file__), "_task", component, str(frames)]
+               sys.executable, os.path.abspath(__file__), "_task", component, str(frames), api]
     done = subprocess.run(command + (["reliable"] if reliable else []), capture_output=True, text=True, check=True,
                           env=env)
     return int(re.search(r"I\s+refs:\s+([\d,]+)", done.stderr).group(1).replace(",", ""))
 
 
-def per_word(few: int, many: int, reliable: bool, env: Optional[dict]) -> dict:
+def per_word(few: int, many: int, reliable: bool, api: str, env: Optional[dict]) -> dict:
     """Instructions a word of each task and of the chain, with the ``squall`` of ``env``."""
     import wc_bench
 
     words = sum(len(wc_bench.sentence(i).split()) for i in range(1000))
-    return {task: (instructions(task, many, reliable, env) - instructions(task, few, reliable, env))
+    return {task: (instructions(task, many, reliable, api, env) - instructions(task, few, reliable, api, env))
             / ((many - few) * words) for task in (*TASKS, CHAIN)}
 
 
@@ -141,14 +143,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, nargs=2, default=[5, 25], metavar=("FEW", "MANY"))
     parser.add_argument("--reliable", action="store_true", help="at least once")
+    parser.add_argument("--api", choices=TOPOLOGIES, default="tuple", help="the word count's API (default tuple)")
     parser.add_argument("--against", metavar="REF", help="compare with git revision REF (e.g. faad9f0)")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         sys.exit("bench/instructions.py needs valgrind (apt-get install valgrind)")
     sys.path.insert(0, os.path.join(HERE, "topologies"))
     few, many = args.frames
-    mode = "at least once" if args.reliable else "at most once"
-    this = per_word(few, many, args.reliable, None)
+    mode = f"{args.api} API, " + ("at least once" if args.reliable else "at most once")
+    this = per_word(few, many, args.reliable, args.api, None)
     if not args.against:
         for task, figure in this.items():
             print(f"{task:>8}: {figure:,.0f} instructions a word ({mode})")
@@ -157,7 +160,7 @@ def main() -> None:
         return
     import revision
 
-    ref = per_word(few, many, args.reliable, revision.env_for(args.against))
+    ref = per_word(few, many, args.reliable, args.api, revision.env_for(args.against))
     print(f"instructions a word ({mode}): {args.against} | this tree | ratio")
     for task in this:
         print(f"{task:>8}: {ref[task]:>8,.0f} | {this[task]:>8,.0f} | {this[task] / ref[task]:.3f}")
@@ -169,6 +172,6 @@ if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "_task":
         sys.path.insert(0, HERE)
         sys.path.insert(0, os.path.join(HERE, "topologies"))
-        run_task(sys.argv[2], int(sys.argv[3]), sys.argv[4:] == ["reliable"])
+        run_task(sys.argv[2], int(sys.argv[3]), sys.argv[5:] == ["reliable"], sys.argv[4])
     else:
         main()

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Optional, Set
 
 import psutil
 
@@ -53,20 +54,30 @@ def _processes(squall: list, env: dict) -> dict:
 
 
 def _cpu(procs: dict) -> dict:
-    """Seconds of CPU (user + system) so far, per kind of process."""
+    """Seconds of CPU (user + system) so far, per process."""
     seconds: dict = {}
-    for pid, kind in procs.items():
+    for pid in procs:
         try:
             t = psutil.Process(pid).cpu_times()
         except psutil.NoSuchProcess:
             continue
-        seconds[kind] = seconds.get(kind, 0.0) + t.user + t.system
+        seconds[pid] = t.user + t.system
     return seconds
 
 
-def run(seconds: float, warmup: float = 4.0, *props: str, topology: str = TOPOLOGY) -> dict:
-    """Submit, warm up, measure over ``seconds``, kill; returns words/s, latency percentiles (ms) and
-    ``cpu_us_per_word``: each kind of process's CPU time (all its processes) per word counted."""
+def _by_kind(per_pid: dict, procs: dict) -> dict:
+    kinds: dict = {}
+    for pid, value in per_pid.items():
+        kinds[procs[pid]] = kinds.get(procs[pid], 0.0) + value
+    return kinds
+
+
+def run(seconds: float, warmup: float = 4.0, *props: str, topology: str = TOPOLOGY,
+        cpus: Optional[Set[int]] = None) -> dict:
+    """Submit, warm up, measure over ``seconds``, kill; returns words/s, latency percentiles (ms),
+    ``cpu_us_per_word``: each kind of process's CPU time (all its processes) per word counted, and
+    ``process_cpu_us_per_word``: each process's (its kind and its CPU µs a word). ``cpus``: the
+    cores the topology's processes may run on (all of them by default)."""
     home = tempfile.mkdtemp(prefix="squall-bench-")
     out = os.path.join(home, "out")
     os.makedirs(out)
@@ -75,7 +86,8 @@ def run(seconds: float, warmup: float = 4.0, *props: str, topology: str = TOPOLO
     args = ["submit", topology, "--config-property", f"bench.out.dir={out}"]
     for p in props:
         args += ["--config-property", p]
-    subprocess.run(squall + args, env=env, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(squall + args, env=env, check=True, stdout=subprocess.DEVNULL,
+                   preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus))
     try:
         procs = _processes(squall, env)
         time.sleep(warmup)
@@ -87,6 +99,7 @@ def run(seconds: float, warmup: float = 4.0, *props: str, topology: str = TOPOLO
         subprocess.run(squall + ["kill", "wc_bench"], env=env, check=True, stdout=subprocess.DEVNULL)
         shutil.rmtree(home, ignore_errors=True)
     words = sum(s["words"] for s in last.values()) - sum(s["words"] for s in first.values())
+    spent = {pid: cpu_last[pid] - cpu_first.get(pid, 0.0) for pid in cpu_last}
     tuples = sum(s["tuples"] for s in last.values()) - sum(s["tuples"] for s in first.values())
     start = min(s["at"] for s in first.values())
     end = max(s["at"] for s in last.values())
@@ -100,7 +113,8 @@ def run(seconds: float, warmup: float = 4.0, *props: str, topology: str = TOPOLO
         "samples": len(latencies),
         "complete_p50_ms": _percentile(complete, 0.50),
         "complete_p99_ms": _percentile(complete, 0.99),
-        "cpu_us_per_word": {k: (cpu_last[k] - cpu_first.get(k, 0.0)) / words * 1e6 for k in cpu_last},
+        "cpu_us_per_word": {k: v / words * 1e6 for k, v in _by_kind(spent, procs).items()},
+        "process_cpu_us_per_word": [(procs[pid], v / words * 1e6) for pid, v in spent.items()],
     }
 
 

@@ -1,5 +1,6 @@
-/* The per-tuple paths in C: the emit (``emit.fast_emit``, a call without a Python frame), and at least
-   once a bolt's receive loop (``AutoAckedLoop``) and a spout's acks (``ack_all``), below.
+/* The per-tuple paths in C: the emit (``emit.fast_emit``, a call without a Python frame), at least once a
+   bolt's receive loop (``AutoAckedLoop``) and a spout's acks (``ack_all``), and ``emit_many``'s cut of a
+   list by key (``cut_rows``), below.
 
    ``CompiledEmit(routes, batches, emits, send, append, fallback, stream, batch_type, ...)`` is set on a
    task's runtime class as ``emit`` (``emit.runtime_class``, outside a chain). It binds as a function
@@ -1050,14 +1051,86 @@ failed:
     return NULL;
 }
 
+/* ---------------------------------------------------------------------------------------------------
+   ``cut_rows(key_batches, key_index, width, values_list)``: ``emit_many``'s length check and
+   ``per_destination``'s cut for a fields-grouped route, in one pass: ``[(batch, rows), ...]``, each
+   destination's rows in emit order and the destinations in order of their first row (one destination:
+   ``values_list`` itself). None where the Python path must decide: a row that is not a list or tuple of
+   ``width`` values, or a key ``key_batches`` does not know yet (or cannot hash). */
+static PyObject *cut_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyDict_CheckExact(args[0]) || !PyList_CheckExact(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "cut_rows(key_batches, key_index, width, values_list): a dict, two ints, a list");
+        return NULL;
+    }
+    PyObject *key_batches = args[0], *values_list = args[3];
+    Py_ssize_t key_index = PyLong_AsSsize_t(args[1]), width = PyLong_AsSsize_t(args[2]);
+    if ((key_index == -1 || width == -1) && PyErr_Occurred()) return NULL;
+    if (key_index < 0 || key_index >= width) {
+        PyErr_SetString(PyExc_ValueError, "cut_rows: key_index outside the row's width");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(values_list);
+    PyObject *first = NULL, *last = NULL, *last_rows = NULL;  /* borrowed */
+    PyObject *shares = NULL;  /* batch -> its rows, made at the first row of a second destination */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *row = PyList_GET_ITEM(values_list, i);
+        if (!(PyList_CheckExact(row) || PyTuple_CheckExact(row)) || PySequence_Fast_GET_SIZE(row) != width) goto python;
+        PyObject *batch = PyDict_GetItemWithError(key_batches, PySequence_Fast_GET_ITEM(row, key_index));
+        if (!batch) {
+            PyErr_Clear();  /* unhashable: the Python path routes it */
+            goto python;
+        }
+        if (!first) {
+            first = last = batch;
+            continue;
+        }
+        if (batch == last && last_rows == NULL) continue;  /* still every row to the first destination */
+        if (!shares) {  /* a second destination: the first one's rows so far become its share */
+            if (!(shares = PyDict_New())) return NULL;
+            PyObject *rows = PyList_GetSlice(values_list, 0, i);
+            int failed = !rows || PyDict_SetItem(shares, first, rows) < 0;
+            Py_XDECREF(rows);
+            if (failed) goto failed;
+            last = first;
+            last_rows = rows;  /* borrowed from shares */
+        }
+        if (batch != last) {
+            last_rows = PyDict_GetItemWithError(shares, batch);
+            if (!last_rows) {
+                if (PyErr_Occurred()) goto failed;
+                PyObject *rows = PyList_New(0);
+                int failed = !rows || PyDict_SetItem(shares, batch, rows) < 0;
+                Py_XDECREF(rows);
+                if (failed) goto failed;
+                last_rows = rows;
+            }
+            last = batch;
+        }
+        if (PyList_Append(last_rows, row) < 0) goto failed;
+    }
+    if (!first) return PyList_New(0);
+    if (!shares) return Py_BuildValue("[(OO)]", first, values_list);
+    PyObject *items = PyDict_Items(shares);
+    Py_DECREF(shares);
+    return items;
+python:
+    Py_XDECREF(shares);
+    Py_RETURN_NONE;
+failed:
+    Py_XDECREF(shares);
+    return NULL;
+}
+
 static PyMethodDef module_functions[] = {
     {"ack_all", (PyCFunction)(void (*)(void))ack_all, METH_FASTCALL,
      "ack_all(trees, acks, now, call_ids): AckTracker.ack_all's loop (done, latency, calls' extra tuples closed)"},
+    {"cut_rows", (PyCFunction)(void (*)(void))cut_rows, METH_FASTCALL,
+     "cut_rows(key_batches, key_index, width, values_list): emit_many's check and cut by key, or None"},
     {NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_emit",
-    "The per-tuple paths in C: the emit, a bolt's receive loop and a spout's acks at least once.", -1,
+    "The per-tuple paths in C: the emit, a bolt's receive loop and a spout's acks at least once, emit_many's cut.", -1,
     module_functions};
 
 PyMODINIT_FUNC PyInit__emit(void) {

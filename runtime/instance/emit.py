@@ -298,12 +298,27 @@ def fast_emit_many(inst: InstanceState, emit: EmitMethod) -> EmitManyMethod:
     emits = inst.emit_cell
     tracked = inst.reliable
     auto_anchor = tracked and not inst.is_spout and inst.auto_anchor
+    cut = compiled("cut_rows")
 
-    def row_spans(stream: str, route: tuple, values_list: list, root: int) -> int:
-        """A spout's list into its batches in the tree ``root`` (a span a destination batch); the XOR
-        of the spans' values (``start_trees``)."""
+    def shares_of(route: tuple, values_list: list) -> Optional[List[tuple]]:
+        """``per_destination``'s shares (none where nothing subscribes), or None where a row is not
+        ``route[0]`` values long: every tuple is then emitted alone, as ``emit`` takes it. Cut by key
+        in C where built."""
+        if cut is not None and route[2] is not None:  # route[2]: the fields grouping's known keys
+            shares = cut(route[2], route[1], route[0], values_list)
+            if shares is not None:
+                return shares
+        if set(map(len, values_list)) != {route[0]}:  # route[0]: the values an emit must have
+            return None
+        if route[5] is None:  # route[5]: the chooser; None: nothing subscribes to this stream
+            return []
+        return per_destination(route, batches, values_list)
+
+    def row_spans(stream: str, shares: List[tuple], root: int) -> int:
+        """A spout's list, cut into ``shares``, into its batches in the tree ``root`` (a span a
+        destination batch); the XOR of the spans' values (``start_trees``)."""
         xor = 0
-        for batch, vals in per_destination(route, batches, values_list):
+        for batch, vals in shares:
             while True:
                 value = new_value()
                 xor ^= value
@@ -331,8 +346,11 @@ def fast_emit_many(inst: InstanceState, emit: EmitMethod) -> EmitManyMethod:
         if values_list.__class__ is not list:  # any iterable, as a loop of emits takes
             values_list = list(values_list)
         route = fast.get(stream)
-        if (route is None or not values_list or (tracked and anchors is not None)
-                or set(map(len, values_list)) != {route[0]}):  # route[0]: the values an emit must have
+        if route is None or not values_list or (tracked and anchors is not None):
+            each(component, values_list, stream, anchors, tup_ids)
+            return
+        shares = shares_of(route, values_list)
+        if shares is None:
             each(component, values_list, stream, anchors, tup_ids)
             return
         if tup_ids is not None and len(tup_ids) != len(values_list):
@@ -342,14 +360,13 @@ def fast_emit_many(inst: InstanceState, emit: EmitMethod) -> EmitManyMethod:
                 each(component, values_list, stream, anchors, tup_ids)
             else:
                 emits[0] += len(values_list)
-                start_trees(inst, tup_ids, None if route[5] is None else  # route[5]: the chooser
-                            lambda root: row_spans(stream, route, values_list, root))
+                start_trees(inst, tup_ids, (lambda root: row_spans(stream, shares, root)) if shares else None)
             return
         emits[0] += len(values_list)
-        if route[5] is None:  # route[5]: the chooser; None: nothing subscribes to this stream
+        if not shares:  # nothing subscribes to this stream
             return
         anchor = (inst.anchor_span or inst.anchor()) if auto_anchor else None
-        for batch, vals in per_destination(route, batches, values_list):
+        for batch, vals in shares:
             while True:
                 if tracked:  # the first of what goes into this batch starts or joins its span
                     batch.join(stream, vals[0], anchor)

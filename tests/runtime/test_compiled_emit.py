@@ -265,3 +265,24 @@ def test_a_bolt_s_anchored_emits_leave_the_same_through_the_compiled_and_the_pur
     spans = [span for t, _d, body in sent_frames if t != ACK for run in body[1] for span in zip(*[iter(run[2])] * 3)]
     anchored = [roots for _start, roots, _value in spans if roots is not None]
     assert bool(anchored) == auto_anchor  # without auto_anchor every span is of no tree
+
+
+def test_cut_rows_cuts_as_per_destination_does_or_leaves_the_list_to_it():
+    a, b, c = object(), object(), object()  # three destinations' batches
+    known = {"x": a, "y": b, "z": c}
+    route = (2, 0, known, None, None, None)  # (width, key index, known keys' batches, ...): emit.py's route
+    rows = [["x", 1], ("y", 2), ["x", 3], ["z", 4], ["y", 5]]
+    assert _emit.cut_rows(known, 0, 2, rows) == emit_module.per_destination(route, {}, rows) == [
+        (a, [["x", 1], ["x", 3]]), (b, [("y", 2), ["y", 5]]), (c, [["z", 4]])]
+    alone = [["y", 1], ["y", 2]]
+    assert _emit.cut_rows(known, 0, 2, alone)[0][1] is alone  # one destination: the list itself, as in Python
+    assert _emit.cut_rows({1: a}, 1, 2, [["x", 1]]) == [(a, [["x", 1]])]  # the key's index, any key the dict has
+
+    class Row(list):
+        pass
+
+    for not_cut in ([["x", 1], ["y"]], [["x", 1], ["new", 2]], [["x", 1], [["unhashable"], 2]],
+                    [["x", 1], Row(["y", 2])], [["x", 1], "xy"]):
+        assert _emit.cut_rows(known, 0, 2, not_cut) is None, not_cut
+    with pytest.raises(ValueError, match="key_index"):
+        _emit.cut_rows(known, 2, 2, rows)

@@ -192,6 +192,29 @@ def test_emit_many_sends_what_emit_one_at_a_time_sends(batch_size):
     assert inst_many.emit_count == inst_one.emit_count == 60
 
 
+class Row(list):
+    """A row of a type of its own: the compiled cut (``cut_rows``) leaves it to the Python path."""
+
+
+def test_emit_many_by_known_keys_sends_what_emit_one_at_a_time_sends_and_checks_its_values():
+    # the second time round every key is known (the cut by key in C, where built): rows as lists,
+    # tuples and a list subclass, all to one destination or spread, then one row too short
+    rows = [[f"w{n % 7}", n] for n in range(40)] + [("w3", 40), Row(["w5", 41])]
+    one, many = Src(), Src()
+    inst_one, _ = instance(build(Grouping.fields("key")), one, 7)
+    inst_many, _ = instance(build(Grouping.fields("key")), many, 7)
+    one_destination = [r for r in rows if r[0] == "w2"]
+    for values_list in (rows, rows, one_destination):
+        for values in values_list:
+            one.emit(values)
+        many.emit_many(values_list)
+    (sent_one, _), (sent_many, _) = per_destination(inst_one), per_destination(inst_many)
+    assert sent_many == sent_one and len(sent_one) > 1
+    assert inst_many.emit_count == inst_one.emit_count == 2 * len(rows) + len(one_destination)
+    with pytest.raises(RoutingError, match="has fields"):
+        many.emit_many([["w1", 1], ["w2"]])
+
+
 def test_emit_many_of_a_shuffled_stream_spreads_evenly_and_checks_its_values():
     spout = Src()
     inst, sinks = instance(build(Grouping.SHUFFLE, par=3), spout)
