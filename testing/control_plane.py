@@ -88,6 +88,8 @@ class SimulatedContainer:
     metricsmgr: Optional[Connection] = None
     registrations: int = 0  # registrations sent (on each new connection and each change of its tasks)
     connections: int = 0  # stream-manager connections that completed the handshake
+    with_leader: dict = field(default_factory=dict)  # leader's pid -> [connections, registrations] with it
+    leader: int = 0  # the pid of the leader its stream-manager connection is with
     plans: list = field(default_factory=list)  # packing-plan id of every physical plan received, in order
     plan_digests: set = field(default_factory=set)  # digests of the physical-plan frames received (whole or delta)
     plan: Optional[schema.PhysicalPlan] = None  # the plan it holds (a delta applied to the one before)
@@ -306,6 +308,8 @@ class ControlPlaneFleet:
         self._set_slot(sim, role, conn)
         if role == schema.Role.STMGR:
             sim.connections += 1
+            sim.leader = link.location.pid
+            sim.with_leader.setdefault(sim.leader, [0, 0])[0] += 1
             self.register(sim)
 
     def on_lost(self, link: _Link, conn: Connection, handshaking: bool) -> None:
@@ -324,6 +328,7 @@ class ControlPlaneFleet:
     def register(self, sim: SimulatedContainer) -> None:
         if sim.stmgr is not None and sim.stmgr.authenticated:
             sim.registrations += 1
+            sim.with_leader[sim.leader][1] += 1
             sim.stmgr.write(control_frame(register_stmgr=sim.registration()))
 
     def on_control(self, sim: SimulatedContainer, frame: bytes) -> None:

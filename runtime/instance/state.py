@@ -15,7 +15,6 @@ import logging
 import os
 from typing import TYPE_CHECKING, Dict, Iterable, Mapping, Optional, Sequence
 
-import msgpack
 
 from squall.component import TICK_FREQ_KEY, Component, Tuple, TopologyContext
 from squall.conf import Config
@@ -27,7 +26,7 @@ from squall.runtime.instance.combine import Combining, plan_combining
 from squall.runtime.instance.emit import ColumnRoute, FastEmit
 from squall.runtime.instance.tuples import Received
 from squall.runtime.protocol import (ACK, CONTROL, DATA, HEADER, MARKER, ProtocolError, data_header,
-                                     decode_control, frame_count)
+                                     decode_control, frame_count, payload_packer)
 from squall.runtime.routing import RoutingError, StreamRoute, build_routes, str_key_cache
 from squall.runtime.user_errors import UserErrors
 
@@ -115,7 +114,7 @@ class InstanceState:
         self.fast_routes: Dict[str, tuple] = {}  # stream -> what the fast emit path needs of it (``FastEmit``)
         self.column_routes: Dict[str, ColumnRoute] = {}  # stream -> what ``emit_columns`` needs of it
         self.combining: Optional[Combining] = None  # map-side combining into the consumers that declare it
-        self.packb = msgpack.Packer(use_bin_type=True).pack
+        self.packb = payload_packer()
         self.emit_cell = [0]  # emits since the last metrics bucket (``emit_count``), bumped by the fast paths
         self.chained = chained  # consumer -> its task in this process (a chain): every tuple for it goes there
         self.errors = UserErrors()  # raised in user code this bucket: reported in the metrics row

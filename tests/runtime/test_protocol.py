@@ -9,7 +9,7 @@ import pytest
 
 from squall.idl import schema
 from squall.runtime.protocol import (DATA, DATA_HEADER_SIZE, PROTOCOL_VERSION, BlockingConnection, FrameReader,
-                                     ProtocolError, data_frame, frame, frame_dest, listen_socket)
+                                     ProtocolError, data_frame, frame, frame_dest, listen_socket, payload_packer)
 from squall.runtime.stmgr import StreamManager
 from squall.testing import wait_until
 
@@ -46,6 +46,23 @@ def test_frame_reader_splits_and_refuses_garbage():
         FrameReader(max_frame=100).feed(struct.pack(">IB", 1000, 3))
     with pytest.raises(ProtocolError, match="unknown frame type"):
         FrameReader().feed(struct.pack(">IB", 1, 99))
+
+
+def test_payloads_are_msgpack_s_bytes_whatever_the_types_of_their_values():
+    import collections
+    import enum
+
+    class Level(enum.IntEnum):
+        HIGH = 2
+
+    packb, reference = payload_packer(), msgpack.Packer(use_bin_type=True).pack
+    exact = [3, [["default", [["word", 1.5], ["other", -2.0]], [[7, 1 << 63]]]], 0]
+    others = [3, [["default", [("a", 1), ["b", Level.HIGH], collections.OrderedDict(k=[b"x", None, True])]]], 0]
+    for payload in (exact, others, exact):  # exact types, then values that need the default checks, then both
+        assert packb(payload) == reference(payload)
+    with pytest.raises(TypeError, match="can not serialize 'object'"):
+        packb([object()])
+    assert packb(exact) == reference(exact)
 
 
 def test_local_routing_without_decoding(stmgr):
