@@ -1,6 +1,6 @@
 """The keyed exchange: does scale-out pay? Plain Python, fused 1/1/1 and 1/2/2 side by side.
 
-    .venv/bin/python bench/exchange.py [--seconds 5] [--rounds 2] [--against REF]
+    .venv/bin/python bench/exchange.py [--seconds 5] [--rounds 2] [--against REF] [--only SHAPE] [--cores N]
 
 Each round runs, one after the other on this machine (every round has its own
 baseline: figures here drift from one minute to the next):
@@ -25,6 +25,18 @@ It prints words/s, CPU µs a word (every process of the topology), and the
 ratios issue 30 sets targets for (median over rounds, each round against its
 own runs): 1/2/2 / fused 1/1/1 per API, fused / plain Python, at least once /
 at most once.
+
+Beside each run it prints the words/s its processes' CPU allows
+(``core_bound``): on this machine's cores, no more than the cores give all of
+them, nor than its busiest process does on a core of its own; and with a core
+for every process, the second alone, with the ratios again. It is how this
+2-core machine says what a 1/2/2 run (five busy processes) would do where each
+had a core. The bound on this machine's cores checks the figures it rests on
+against what ran (``--cores 1`` runs everything on one core to check it
+there too). Where it differs from a machine with the cores: each process's CPU
+a word was measured while they took turns on two cores (cache and switches
+shared: more CPU than on a core of its own), and it assumes the stages of the
+pipeline overlap perfectly (a stage that waits for frames does less).
 
 ``--only SHAPE`` (repeatable, e.g. ``--only "tuple 1/2/2"``) runs just those shapes, at most and
 at least once (plain Python always), and the ratios between what ran.
@@ -142,7 +154,7 @@ def ratio_line(rounds: List[Round], a: str, b: str, of: Callable[[Round, str], f
 
 
 def show(rounds: List[Round], label: str) -> None:
-    cores = os.cpu_count() or 1
+    cores = len(os.sched_getaffinity(0))
     print(f"\n{label}: words/s, median of {len(rounds)} rounds ({cores} cores); CPU µs a word (all processes);"
           f" words/s their CPU allows on {cores} cores and with a core a process (core_bound)")
     ran = rounds[0][0]
@@ -198,8 +210,12 @@ def main() -> None:
     p.add_argument("--against", metavar="REF", help="compare with git revision REF (e.g. 608d2f9)")
     p.add_argument("--only", action="append", default=[], metavar="SHAPE",
                    help=f"run only this shape (repeatable): {', '.join(SHAPES)}")
+    p.add_argument("--cores", type=int, metavar="N",
+                   help="run everything on N of the machine's cores (the bound on N cores against what runs there)")
     p.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # one round's figures (--against)
     args = p.parse_args()
+    if args.cores:
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:args.cores])  # the topologies' processes inherit it
     runs = selected(args.only)
     if args.json:
         print(json.dumps(one_round(args.seconds, runs)))

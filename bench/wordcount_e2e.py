@@ -17,7 +17,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Optional, Set
 
 import psutil
 
@@ -72,12 +71,10 @@ def _by_kind(per_pid: dict, procs: dict) -> dict:
     return kinds
 
 
-def run(seconds: float, warmup: float = 4.0, *props: str, topology: str = TOPOLOGY,
-        cpus: Optional[Set[int]] = None) -> dict:
+def run(seconds: float, warmup: float = 4.0, *props: str, topology: str = TOPOLOGY) -> dict:
     """Submit, warm up, measure over ``seconds``, kill; returns words/s, latency percentiles (ms),
     ``cpu_us_per_word``: each kind of process's CPU time (all its processes) per word counted, and
-    ``process_cpu_us_per_word``: each process's (its kind and its CPU µs a word). ``cpus``: the
-    cores the topology's processes may run on (all of them by default)."""
+    ``process_cpu_us_per_word``: each process's (its kind and its CPU µs a word)."""
     home = tempfile.mkdtemp(prefix="squall-bench-")
     out = os.path.join(home, "out")
     os.makedirs(out)
@@ -86,8 +83,7 @@ def run(seconds: float, warmup: float = 4.0, *props: str, topology: str = TOPOLO
     args = ["submit", topology, "--config-property", f"bench.out.dir={out}"]
     for p in props:
         args += ["--config-property", p]
-    subprocess.run(squall + args, env=env, check=True, stdout=subprocess.DEVNULL,
-                   preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus))
+    subprocess.run(squall + args, env=env, check=True, stdout=subprocess.DEVNULL)
     try:
         procs = _processes(squall, env)
         time.sleep(warmup)

@@ -84,10 +84,10 @@ def data_frame(dest_task: int, payload: bytes, count: int = 0, ftype: int = DATA
 def payload_packer() -> Callable[[object], bytes]:
     """msgpack for the payloads of DATA, ACK and MARKER frames: the bytes of ``msgpack.Packer(use_bin_type=
     True)``, packed with exact type checks (``strict_types``) for as long as every value is of an exact
-    builtin type. Those checks skip a subclass test a value that msgpack's default order makes for every
-    type ahead of the value's (a ``str`` is tested as a ``float`` subclass first): a third less a row of a
-    word and a float. The first value of another type (a tuple, a subclass, or one msgpack refuses) makes
-    the pack go again with the default checks, which this packer keeps from then on."""
+    builtin type. msgpack's default checks test a value against each type ahead of its own, subclasses
+    included (a ``str`` is first tested as a ``float`` subclass); the exact ones pack a row of a word and
+    a float in a third less. The first value of another type (a tuple, a subclass, or one msgpack
+    refuses) packs its payload again with the default checks, which this packer keeps from then on."""
     strict = msgpack.Packer(use_bin_type=True, strict_types=True).pack
     general = msgpack.Packer(use_bin_type=True).pack
     packs = [strict]

@@ -15,7 +15,6 @@ import logging
 import os
 from typing import TYPE_CHECKING, Dict, Iterable, Mapping, Optional, Sequence
 
-
 from squall.component import TICK_FREQ_KEY, Component, Tuple, TopologyContext
 from squall.conf import Config
 from squall.idl import schema
