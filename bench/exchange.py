@@ -170,15 +170,15 @@ def show(rounds: List[Round], label: str) -> None:
     for what, a, b, target in RATIOS:
         if a in ran and b in ran:
             print(f"  {what:<44} {ratio_line(rounds, a, b):<32} {target}")
-    print("the same, with a core a process (core_bound: the CPU a word each process spent here):")
-    for what, a, b, target in RATIOS:
-        if a in RUNS and b in RUNS and a in ran and b in ran:
-            print(f"  {what:<44} {ratio_line(rounds, a, b, lambda r, n: core_bound(r[1][n], r[2][n], 0)):<32} {target}")
     for shape in SHAPES:  # CPU a word drifts less than words/s where the cores are shared with other tenants
         if shape in ran and shape + " ALO" in ran:
             rs = sorted(r[1][shape] / r[1][shape + " ALO"] for r in rounds)
             print(f"  {shape + ' CPU a word, at most / at least once':<44} {statistics.median(rs):.2f}x "
                   f"(rounds {rs[0]:.2f}x-{rs[-1]:.2f}x)")
+    print("the same, with a core a process (core_bound: the CPU a word each process spent here):")
+    for what, a, b, target in RATIOS:
+        if a in RUNS and b in RUNS and a in ran and b in ran:
+            print(f"  {what:<44} {ratio_line(rounds, a, b, lambda r, n: core_bound(r[1][n], r[2][n], 0)):<32} {target}")
 
 
 def against(ref: str, rounds: int, seconds: float, only: List[str]) -> None:
