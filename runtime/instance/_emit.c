@@ -1,6 +1,6 @@
-/* The per-tuple paths in C: the emit (``emit.fast_emit``, a call without a Python frame), at least once a
-   bolt's receive loop (``AutoAckedLoop``) and a spout's acks (``ack_all``), and ``emit_many``'s cut of a
-   list by key (``cut_rows``), below.
+/* The per-tuple paths in C: the emit (``emit.fast_emit``, a call without a Python frame), a bolt's receive
+   loop (at most once ``process_rows``, at least once ``AutoAckedLoop``), a spout's acks (``ack_all``), and
+   ``emit_many``'s cut of a list by key (``cut_rows``), below.
 
    ``CompiledEmit(routes, batches, emits, send, append, fallback, stream, batch_type, ...)`` is set on a
    task's runtime class as ``emit`` (``emit.runtime_class``, outside a chain). It binds as a function
@@ -1121,16 +1121,50 @@ failed:
     return NULL;
 }
 
+/* ---------------------------------------------------------------------------------------------------
+   ``process_rows(make, process, values_list, source)``: ``tuples.process_run``'s loop at most once, a
+   tuple at a time through ``process``, as the Python loop runs it line for line (that loop stays the
+   reference): ``make()`` (at its slots' offsets where ``make`` has them) with its values and source.
+   A raise in ``process`` ends the run there and goes on up, as in Python. */
+static PyObject *process_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyType_Check(args[0]) || !PyList_CheckExact(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "process_rows(make, process, values_list, source): a type, a callable, a list, ...");
+        return NULL;
+    }
+    PyTypeObject *make = (PyTypeObject *)args[0];
+    PyObject *process = args[1], *values_list = args[2], *source = args[3];
+    Py_ssize_t values_at = slot_offset((PyObject *)make, tuple_names[T_VALUES]);
+    Py_ssize_t source_at = slot_offset((PyObject *)make, tuple_names[T_SOURCE]);
+    int fast = values_at >= 0 && source_at >= 0 && make->tp_init == PyBaseObject_Type.tp_init &&
+               make->tp_new == PyBaseObject_Type.tp_new;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(values_list); i++) {  /* process may change the list */
+        PyObject *values = PyList_GET_ITEM(values_list, i);
+        PyObject *tup = fast ? make->tp_alloc(make, 0) : PyObject_CallNoArgs((PyObject *)make);
+        if (!tup) return NULL;
+        Py_INCREF(values);
+        int failed = set_at(tup, fast ? values_at : -1, tuple_names[T_VALUES], values) < 0 ||
+                     set_at(tup, fast ? source_at : -1, tuple_names[T_SOURCE], source) < 0;
+        Py_DECREF(values);
+        PyObject *result = failed ? NULL : PyObject_CallOneArg(process, tup);
+        Py_DECREF(tup);
+        if (!result) return NULL;
+        Py_DECREF(result);
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_functions[] = {
     {"ack_all", (PyCFunction)(void (*)(void))ack_all, METH_FASTCALL,
      "ack_all(trees, acks, now, call_ids): AckTracker.ack_all's loop (done, latency, calls' extra tuples closed)"},
     {"cut_rows", (PyCFunction)(void (*)(void))cut_rows, METH_FASTCALL,
      "cut_rows(key_batches, key_index, width, values_list): emit_many's check and cut by key, or None"},
+    {"process_rows", (PyCFunction)(void (*)(void))process_rows, METH_FASTCALL,
+     "process_rows(make, process, values_list, source): process_run's loop at most once"},
     {NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_emit",
-    "The per-tuple paths in C: the emit, a bolt's receive loop and a spout's acks at least once, emit_many's cut.", -1,
+    "The per-tuple paths in C: the emit, a bolt's receive loops, a spout's acks, emit_many's cut.", -1,
     module_functions};
 
 PyMODINIT_FUNC PyInit__emit(void) {

@@ -10,7 +10,7 @@ import msgpack
 
 from squall.component import SYSTEM_COMPONENT, TICK_STREAM, Tuple, TupleSource
 from squall.runtime.instance.state import InstanceState
-from squall.runtime.instance.tuples import process_columns, process_run
+from squall.runtime.instance.tuples import process_columns, run_delivery
 from squall.runtime.protocol import DATA_HEADER_SIZE, control_frame, frame_count
 
 
@@ -19,6 +19,7 @@ class BoltInstance(InstanceState):
         self.consumed = 0  # tuples processed since the last report to the stream manager
         self.sources: dict = {}  # (source task, stream) -> TupleSource
         self.batched = False  # its class has its own process_batch: runs go to it whole
+        self.process_run = run_delivery()  # a received run's rows through process (or process_batch)
 
     def runtime_class(self, cls: type) -> type:
         from squall.component import Bolt
@@ -61,7 +62,7 @@ class BoltInstance(InstanceState):
     def on_runs(self, src: int, comp: str, runs: list, arrived: float) -> int:
         """The runs ``[stream, values]`` (or columnar, ``[stream, columns, spans, n]``) of one frame
         from task ``src``: each tuple through process(), or each run through process_batch()."""
-        component, batched = self.component, self.batched
+        component, batched, process_run = self.component, self.batched, self.process_run
         clock = time.perf_counter
         done = 0
         t_start = clock()

@@ -1,4 +1,4 @@
-"""The per-tuple paths in C (``_emit.c``): the emit, a bolt's receive loop and a spout's acks at least once,
+"""The per-tuple paths in C (``_emit.c``): the emit, a bolt's receive loops, a spout's acks at least once,
 ``emit_many``'s cut by key.
 
 The extension is optional (``setup.py``): where it was not built, or ``SQUALL_PURE_PYTHON`` is set
@@ -19,8 +19,8 @@ BUILT = _emit is not None
 
 
 def compiled(name: str) -> Optional[Any]:
-    """``_emit``'s ``name`` (``CompiledEmit``, ``AutoAckedLoop``, ``ack_all``, ``cut_rows``), or None: the Python
-    path runs."""
+    """``_emit``'s ``name`` (``CompiledEmit``, ``AutoAckedLoop``, ``ack_all``, ``cut_rows``, ``process_rows``), or
+    None: the Python path runs."""
     if _emit is None or os.environ.get("SQUALL_PURE_PYTHON"):
         return None
     return getattr(_emit, name)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple, Optional, Sequ
 
 from squall.component import Bolt, Tuple, TupleBatch, TupleSource, column_count, rows_of
 from squall.runtime.acking import CallIds, Span, some_untracked
-from squall.runtime.instance.tuples import ReceivedTuple, process_columns, process_run
+from squall.runtime.instance.tuples import ReceivedTuple, process_columns, run_delivery
 from squall.runtime.routing import RoutingError
 from squall.runtime.user_errors import UNCAUGHT
 from squall.stream import DEFAULT_STREAM
@@ -140,6 +140,7 @@ def at_most_once(up: InstanceState, inner: EmitMethod) -> Made:
     calls = samples = 0
     sampled = 0.0
     make = ReceivedTuple
+    process_run = run_delivery()
 
     def retarget(target: Target) -> None:
         nonlocal stream0, down, process, process_batch, batched, source, fields, targets

@@ -6,10 +6,13 @@ stores is the cheapest way to make a tuple (a third less than
 """
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 from squall.component import Bolt, Tuple, TupleBatch, TupleSource, rows_of
 from squall.runtime.acking import Roots
+from squall.runtime.instance.compiled import compiled
+
+RunDelivery = Callable[[Bolt, bool, list, TupleSource], None]  # process_run's signature
 
 
 class ReceivedTuple(Tuple):
@@ -66,6 +69,22 @@ def process_run(component: Bolt, batched: bool, values_list: list, source: Tuple
         tup.values = values
         tup.source = source
         process(tup)
+
+
+def run_delivery() -> RunDelivery:
+    """``process_run``, with its loop in C where the extension was built (``process_rows``: the same
+    tuples, without a Python line a tuple); decided when an instance is made (``compiled``)."""
+    loop = compiled("process_rows")
+    if loop is None:
+        return process_run
+
+    def run(component: Bolt, batched: bool, values_list: list, source: TupleSource) -> None:
+        if batched:
+            component.process_batch(TupleBatch(values_list, source))
+        else:
+            loop(ReceivedTuple, component.process, values_list, source)
+
+    return run
 
 
 def process_columns(component: Bolt, batched: bool, columns: list, source: TupleSource) -> None:

@@ -286,3 +286,43 @@ def test_cut_rows_cuts_as_per_destination_does_or_leaves_the_list_to_it():
         assert _emit.cut_rows(known, 0, 2, not_cut) is None, not_cut
     with pytest.raises(ValueError, match="key_index"):
         _emit.cut_rows(known, 2, 2, rows)
+
+
+def test_process_rows_runs_a_run_as_the_python_loop_does():
+    from squall.component import TupleSource
+    from squall.runtime.instance.tuples import ReceivedTuple, process_run
+
+    class Recorder(Bolt):
+        def __init__(self, rows):
+            self.rows, self.seen = rows, []
+
+        def process(self, tup):
+            self.seen.append((type(tup), tup.values, tup.source, tup.id, tup.roots, getattr(tup, "made", False)))
+            if tup.values == ["grow"]:
+                self.rows.append(["grown"])  # a row the run gets while it runs: taken, after the others
+            if tup.values == ["raise"]:
+                raise ValueError("at this tuple")
+
+    class Initialised(ReceivedTuple):  # its own __init__: made by calling it, its values set by name
+        __slots__ = ("made",)
+
+        def __init__(self):
+            self.made = True
+
+    source = TupleSource("up", "default", 3, ("word",))
+    runs = {"python": lambda bolt: process_run(bolt, False, bolt.rows, source),
+            "c": lambda bolt: _emit.process_rows(ReceivedTuple, bolt.process, bolt.rows, source),
+            "c, a make with its own __init__": lambda bolt: _emit.process_rows(Initialised, bolt.process, bolt.rows,
+                                                                                source)}
+    seen = {}
+    for kind, run in runs.items():
+        bolt = Recorder([["a"], ["grow"], ["b"], ["raise"], ["never"]])
+        with pytest.raises(ValueError, match="at this tuple"):  # the raise ends the run and goes on up
+            run(bolt)
+        seen[kind] = bolt.seen
+    expected = [(ReceivedTuple, values, source, None, None, False) for values in (["a"], ["grow"], ["b"], ["raise"])]
+    assert seen["python"] == seen["c"] == expected
+    assert seen["c, a make with its own __init__"] == [(Initialised, *s[1:5], True) for s in expected]
+    bolt = Recorder([["grow"]])
+    _emit.process_rows(ReceivedTuple, bolt.process, bolt.rows, source)
+    assert [s[1] for s in bolt.seen] == [["grow"], ["grown"]]
