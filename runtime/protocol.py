@@ -88,17 +88,17 @@ def payload_packer() -> Callable[[object], bytes]:
     included (a ``str`` is first tested as a ``float`` subclass); the exact ones pack a row of a word and
     a float in a third less. The first value of another type (a tuple, a subclass, or one msgpack
     refuses) packs its payload again with the default checks, which this packer keeps from then on."""
-    strict = msgpack.Packer(use_bin_type=True, strict_types=True).pack
     general = msgpack.Packer(use_bin_type=True).pack
-    packs = [strict]
+    packing = msgpack.Packer(use_bin_type=True, strict_types=True).pack
 
     def pack(obj: object) -> bytes:
+        nonlocal packing
         try:
-            return packs[0](obj)
+            return packing(obj)
         except TypeError:
-            if packs[0] is general:
+            if packing is general:
                 raise
-            packs[0] = general
+            packing = general
             return general(obj)
 
     return pack

@@ -785,20 +785,25 @@ typedef struct {
 static PyObject *tuple_names[TUPLE_SLOTS];
 static PyObject *str_span_acked;
 
-/* ``make()`` with its values, source and roots (at their offsets when ``make`` has them all); a new reference */
-static PyObject *received_tuple(AutoAckedLoop *self, PyObject *values, PyObject *source, PyObject *roots) {
-    PyTypeObject *type = (PyTypeObject *)self->make;
-    PyObject *given[TUPLE_SLOTS] = {values, source, roots};
-    int fast = self->tuples_made_here;
-    PyObject *tup = fast ? type->tp_alloc(type, 0) : PyObject_CallNoArgs(self->make);
+/* ``make()`` with the first ``n`` of its values, source and roots (``given``): allocated and set at their
+   ``offsets`` when ``fast`` (``make`` has them all, and its construction does nothing else), else made
+   by calling it and set by name; a new reference. Both receive loops make their tuples with it. */
+static PyObject *new_tuple(PyTypeObject *make, int fast, const Py_ssize_t *offsets, PyObject *const *given, int n) {
+    PyObject *tup = fast ? make->tp_alloc(make, 0) : PyObject_CallNoArgs((PyObject *)make);
     if (!tup) return NULL;
-    for (int i = 0; i < TUPLE_SLOTS; i++) {
-        if (set_at(tup, fast ? self->tuple_offsets[i] : -1, tuple_names[i], given[i]) < 0) {
+    for (int i = 0; i < n; i++) {
+        if (set_at(tup, fast ? offsets[i] : -1, tuple_names[i], given[i]) < 0) {
             Py_DECREF(tup);
             return NULL;
         }
     }
     return tup;
+}
+
+/* ``make()`` with its values, source and roots (at their offsets when ``make`` has them all); a new reference */
+static PyObject *received_tuple(AutoAckedLoop *self, PyObject *values, PyObject *source, PyObject *roots) {
+    PyObject *given[TUPLE_SLOTS] = {values, source, roots};
+    return new_tuple((PyTypeObject *)self->make, self->tuples_made_here, self->tuple_offsets, given, TUPLE_SLOTS);
 }
 
 /* span.<slot>, at its offset when ``span`` is a Span; a new reference */
@@ -1133,20 +1138,17 @@ static PyObject *process_rows(PyObject *module, PyObject *const *args, Py_ssize_
     }
     PyTypeObject *make = (PyTypeObject *)args[0];
     PyObject *process = args[1], *values_list = args[2], *source = args[3];
-    Py_ssize_t values_at = slot_offset((PyObject *)make, tuple_names[T_VALUES]);
-    Py_ssize_t source_at = slot_offset((PyObject *)make, tuple_names[T_SOURCE]);
-    int fast = values_at >= 0 && source_at >= 0 && make->tp_init == PyBaseObject_Type.tp_init &&
+    Py_ssize_t offsets[2] = {slot_offset((PyObject *)make, tuple_names[T_VALUES]),
+                             slot_offset((PyObject *)make, tuple_names[T_SOURCE])};
+    int fast = all_known(offsets, 2) && make->tp_init == PyBaseObject_Type.tp_init &&
                make->tp_new == PyBaseObject_Type.tp_new;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(values_list); i++) {  /* process may change the list */
-        PyObject *values = PyList_GET_ITEM(values_list, i);
-        PyObject *tup = fast ? make->tp_alloc(make, 0) : PyObject_CallNoArgs((PyObject *)make);
-        if (!tup) return NULL;
-        Py_INCREF(values);
-        int failed = set_at(tup, fast ? values_at : -1, tuple_names[T_VALUES], values) < 0 ||
-                     set_at(tup, fast ? source_at : -1, tuple_names[T_SOURCE], source) < 0;
-        Py_DECREF(values);
-        PyObject *result = failed ? NULL : PyObject_CallOneArg(process, tup);
-        Py_DECREF(tup);
+        PyObject *given[2] = {PyList_GET_ITEM(values_list, i), source};  /* values, source */
+        Py_INCREF(given[0]);  /* held while make() (its own __init__) may change the list */
+        PyObject *tup = new_tuple(make, fast, offsets, given, 2);
+        Py_DECREF(given[0]);
+        PyObject *result = tup ? PyObject_CallOneArg(process, tup) : NULL;
+        Py_XDECREF(tup);
         if (!result) return NULL;
         Py_DECREF(result);
     }

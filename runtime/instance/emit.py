@@ -346,7 +346,8 @@ def fast_emit_many(inst: InstanceState, emit: EmitMethod) -> EmitManyMethod:
         if values_list.__class__ is not list:  # any iterable, as a loop of emits takes
             values_list = list(values_list)
         route = fast.get(stream)
-        if route is None or not values_list or (tracked and anchors is not None):
+        if (route is None or not values_list or (tracked and anchors is not None)
+                or (tracked and tup_ids is not None and some_untracked(tup_ids))):  # a spout's ids, some None
             each(component, values_list, stream, anchors, tup_ids)
             return
         shares = shares_of(route, values_list)
@@ -356,11 +357,8 @@ def fast_emit_many(inst: InstanceState, emit: EmitMethod) -> EmitManyMethod:
         if tup_ids is not None and len(tup_ids) != len(values_list):
             raise ValueError(f"emit_many: {len(values_list)} values but {len(tup_ids)} tup_ids")
         if tracked and tup_ids is not None:  # a spout's ids (a bolt's emit_many takes none)
-            if some_untracked(tup_ids):  # a tuple at a time, as emit takes them
-                each(component, values_list, stream, anchors, tup_ids)
-            else:
-                emits[0] += len(values_list)
-                start_trees(inst, tup_ids, (lambda root: row_spans(stream, shares, root)) if shares else None)
+            emits[0] += len(values_list)
+            start_trees(inst, tup_ids, (lambda root: row_spans(stream, shares, root)) if shares else None)
             return
         emits[0] += len(values_list)
         if not shares:  # nothing subscribes to this stream

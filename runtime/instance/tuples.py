@@ -80,7 +80,7 @@ def run_delivery() -> RunDelivery:
 
     def run(component: Bolt, batched: bool, values_list: list, source: TupleSource) -> None:
         if batched:
-            component.process_batch(TupleBatch(values_list, source))
+            process_run(component, batched, values_list, source)
         else:
             loop(ReceivedTuple, component.process, values_list, source)
 
